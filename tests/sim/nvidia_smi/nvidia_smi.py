@@ -1024,8 +1024,20 @@ def claims_from(procs, claim_files, gpus):
     return sorted(result, key=lambda c: c.pid)
 
 
+def pid_namespace(proc_root, pid):
+    """The pid namespace of a process (like 'pid:[4026531836]'), or None when it cannot be read."""
+    try:
+        return os.readlink(os.path.join(proc_root, str(pid), "ns", "pid"))
+    except OSError:
+        return None
+
+
 def scan_claims(proc_root, state_dir, gpus):
-    """Live GPU claims on this host."""
+    """Live GPU claims on this host.
+
+    Only processes of our own pid namespace count, as for the real tool in a container: the
+    simulated hosts' processes are visible in the machine's /proc but are not its GPUs' users.
+    """
     claims_dir = os.path.join(state_dir, "claims")
     claim_files = {}
     try:
@@ -1045,7 +1057,10 @@ def scan_claims(proc_root, state_dir, gpus):
     boot = boot_epoch(proc_root)
     hertz = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
     procs = {}
+    own_ns = pid_namespace(proc_root, "self")
     for pid in pids:
+        if own_ns is not None and pid_namespace(proc_root, pid) != own_ns:
+            continue
         info = read_proc(proc_root, pid, boot, hertz)
         if info is None:
             continue

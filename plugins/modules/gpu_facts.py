@@ -1,0 +1,567 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, specdec.bench developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: gpu_facts
+short_description: NVIDIA GPUs, their driver, topology and the processes (and systemd units) holding them
+version_added: 0.1.0
+description:
+  - Gathers every NVIDIA GPU of the host as C(ansible_facts.nvidia_gpus), sorted by index, and the driver as C(ansible_facts.nvidia_driver).
+  - Each GPU lists its compute processes with the systemd unit owning each pid (read from C(/proc/PID/cgroup)) and the used
+    memory that no listed process accounts for, so a caller can tell which unit holds a GPU, and whether something it cannot see does.
+  - With O(backend=smi) it runs C(nvidia-smi) a fixed number of times with argument lists and the C locale; one C(--query-gpu) call
+    with every field, one C(--query-compute-apps) call, one C(topo -m) call and the plain banner for the CUDA driver version.
+  - A driver that does not know a field fails the whole query (exit code 2, C(Field "x" is not a valid field to query.)).
+    The module then drops that field and retries, a bounded number of times; the dropped fields are null on every GPU,
+    reported in RV(dropped_fields) and in a warning.
+  - A host without C(nvidia-smi), or where it finds no device or no driver, gets an empty list and a warning, not a failure.
+author:
+  - specdec.bench developers (!UNKNOWN)
+options:
+  backend:
+    description:
+      - Where GPU and process data come from. Both give the same schema.
+      - V(smi) runs C(nvidia-smi) with CSV output.
+      - V(nvml) reads NVML through the C(pynvml) module of C(nvidia-ml-py); it fails when C(pynvml) cannot be imported.
+      - V(auto) uses NVML when C(pynvml) is importable and NVML initialises, else C(nvidia-smi).
+      - Topology always comes from C(nvidia-smi topo -m), whichever backend is used.
+    type: str
+    choices: [auto, smi, nvml]
+    default: auto
+  topology:
+    description:
+      - Run C(nvidia-smi topo -m) for the GPU interconnect (NVLink peers and link counts, PCIe relation, CPU and NUMA affinity).
+      - When V(false), RV(ansible_facts.nvidia_gpus[].topology) and RV(ansible_facts.nvidia_gpus[].nvlink) are null.
+    type: bool
+    default: true
+  unexplained_tolerance_mib:
+    description:
+      - Used memory per GPU, in MiB, that no listed process accounts for and that is still reported as 0 unexplained.
+      - It absorbs the driver's own per-context overhead; on a real H200 one process holding 19592 MiB showed 19601 MiB used.
+      - A real CUDA process holds several hundred MiB at least, so the default does not hide one.
+    type: int
+    default: 256
+extends_documentation_fragment:
+  - specdec.bench.facts
+requirements:
+  - C(nvidia-smi) on the target for O(backend=smi) and for topology; C(nvidia-ml-py) (C(pynvml)) for O(backend=nvml).
+notes:
+  - C(nvidia-smi) in a container lists only the processes of the container's PID namespace; memory held from outside shows up as
+    RV(ansible_facts.nvidia_gpus[].unexplained_memory_mib).
+  - Without NVML memory v2 (drivers before R510 or an old C(nvidia-ml-py)) the NVML backend's used memory includes driver-reserved memory,
+    a few hundred MiB; a warning says so.
+seealso:
+  - module: specdec.bench.unit_facts
+  - module: specdec.bench.host_facts
+"""
+
+EXAMPLES = r"""
+- name: Gather GPU facts
+  specdec.bench.gpu_facts:
+
+- name: GPUs no process holds, by UUID
+  ansible.builtin.debug:
+    msg: "{{ ansible_facts.nvidia_gpus | selectattr('processes', 'equalto', []) | map(attribute='uuid') | list }}"
+
+- name: Units holding GPU memory
+  ansible.builtin.debug:
+    msg: "{{ ansible_facts.nvidia_gpus | map(attribute='processes') | flatten | map(attribute='unit') | select | unique | list }}"
+
+- name: Refuse to go on when memory is held by something invisible
+  ansible.builtin.assert:
+    that: ansible_facts.nvidia_gpus | map(attribute='unexplained_memory_mib') | select | list | length == 0
+
+- name: Use nvidia-smi only, without topology
+  specdec.bench.gpu_facts:
+    backend: smi
+    topology: false
+"""
+
+RETURN = r"""
+ansible_facts:
+  description: Facts added to the host.
+  returned: always
+  type: dict
+  contains:
+    nvidia_gpus:
+      description:
+        - Every GPU, sorted by index. Empty when the host has no usable NVIDIA GPU.
+        - A value the driver does not report (a bracketed value such as V([N/A]) or V([Not Supported])) or a dropped field is null.
+      returned: always
+      type: list
+      elements: dict
+      contains:
+        index:
+          description: The nvidia-smi (PCI bus order) index. It can change between boots; pin GPUs by RV(ansible_facts.nvidia_gpus[].uuid).
+          returned: always
+          type: int
+          sample: 0
+        uuid:
+          description: The GPU's immutable UUID.
+          returned: always
+          type: str
+          sample: GPU-9e1c631b-fafe-f96d-935d-1ff4b8a5bf54
+        name:
+          description: Product name.
+          returned: always
+          type: str
+          sample: NVIDIA H200
+        pci_bus_id:
+          description: PCI bus id, domain:bus:device.function.
+          returned: always
+          type: str
+          sample: 00000000:00:06.0
+        memory_total_mib:
+          description: Memory usable by processes, in MiB.
+          returned: always
+          type: int
+          sample: 143771
+        memory_used_mib:
+          description: Memory allocated by active contexts, in MiB (driver-reserved memory not included).
+          returned: always
+          type: int
+          sample: 19601
+        memory_free_mib:
+          description: Free memory, in MiB.
+          returned: always
+          type: int
+          sample: 123555
+        utilization_gpu_pct:
+          description: Percent of the last sample period a kernel ran. Null on a MIG-enabled GPU.
+          returned: always
+          type: int
+          sample: 0
+        utilization_memory_pct:
+          description: Percent of the last sample period memory was read or written. Null on a MIG-enabled GPU.
+          returned: always
+          type: int
+          sample: 0
+        temperature_gpu_c:
+          description: Core temperature in degrees Celsius.
+          returned: always
+          type: int
+          sample: 40
+        power_draw_w:
+          description: Power draw in watts.
+          returned: always
+          type: float
+          sample: 129.14
+        power_limit_w:
+          description: Power limit in watts.
+          returned: always
+          type: float
+          sample: 700.0
+        pstate:
+          description: Performance state, V(P0) (maximum) to V(P12).
+          returned: always
+          type: str
+          sample: P0
+        compute_capability:
+          description: CUDA compute capability, major.minor. Null on drivers without the C(compute_cap) field (before R510) with O(backend=smi).
+          returned: always
+          type: str
+          sample: "9.0"
+        compute_mode:
+          description: V(Default), V(Exclusive_Process), V(Exclusive_Thread) or V(Prohibited).
+          returned: always
+          type: str
+          sample: Default
+        persistence_mode:
+          description: Whether persistence mode is enabled.
+          returned: always
+          type: bool
+          sample: true
+        mig_mode:
+          description: Whether MIG mode is currently enabled. Null on GPUs without MIG.
+          returned: always
+          type: bool
+          sample: false
+        ecc_mode:
+          description: Whether ECC is currently enabled. Null on GPUs without ECC.
+          returned: always
+          type: bool
+          sample: true
+        pcie_link_gen:
+          description: Current PCIe link generation (it drops while the GPU idles).
+          returned: always
+          type: int
+          sample: 5
+        pcie_link_gen_max:
+          description: Maximum PCIe link generation of the GPU and the slot.
+          returned: always
+          type: int
+          sample: 5
+        pcie_link_width:
+          description: Current PCIe link width (lanes).
+          returned: always
+          type: int
+          sample: 16
+        pcie_link_width_max:
+          description: Maximum PCIe link width (lanes).
+          returned: always
+          type: int
+          sample: 16
+        serial:
+          description: Board serial number.
+          returned: always
+          type: str
+          sample: "1653924042554"
+        vbios_version:
+          description: VBIOS version.
+          returned: always
+          type: str
+          sample: 96.00.A5.00.1A
+        processes:
+          description:
+            - Compute processes on this GPU, sorted by pid. Null when the process list could not be read (a warning says why).
+          returned: always
+          type: list
+          elements: dict
+          contains:
+            pid:
+              description: Process id, as nvidia-smi reports it.
+              returned: always
+              type: int
+              sample: 47028
+            name:
+              description: Process name or path.
+              returned: always
+              type: str
+              sample: python3
+            used_memory_mib:
+              description: GPU memory the process holds, in MiB. Null when the driver cannot attribute it (MIG).
+              returned: always
+              type: int
+              sample: 19592
+            unit:
+              description:
+                - The systemd unit owning the pid, as systemd resolves its cgroup (slices skipped, first C(.service) or C(.scope)).
+                - Null when the process is not in a systemd unit (a container's own cgroup, such as C(/docker/<id>)) or its
+                  C(/proc/PID/cgroup) cannot be read (another PID namespace, the process exited).
+                - A process of a user's session gives the session scope; one of a user service gives C(user@UID.service).
+              returned: always
+              type: str
+              sample: ddtree-qwen.service
+            cgroup:
+              description: The pid's cgroup path as read (the C(name=systemd) line, else the unified C(0::) one); null when unreadable.
+              returned: always
+              type: str
+              sample: /system.slice/ddtree-qwen.service
+        unexplained_memory_mib:
+          description:
+            - Used memory, in MiB, that the listed processes do not account for, when more than O(unexplained_tolerance_mib); else 0.
+            - Null when it cannot be known (process list unreadable, or a process whose memory is not reported, as under MIG).
+          returned: always
+          type: int
+          sample: 0
+        topology:
+          description: This GPU's row of C(nvidia-smi topo -m). Null when O(topology=false) or topo failed.
+          returned: always
+          type: dict
+          contains:
+            peers:
+              description: The other GPUs and how this GPU reaches each.
+              returned: always
+              type: list
+              elements: dict
+              contains:
+                index:
+                  description: Peer GPU index.
+                  returned: always
+                  type: int
+                  sample: 1
+                uuid:
+                  description: Peer GPU UUID.
+                  returned: always
+                  type: str
+                  sample: GPU-3c2b9b8e-5f0e-4a55-9a07-7f1f3b0c2a11
+                connection:
+                  description: C(NV<n>) (n bonded NVLinks), V(SYS), V(NODE), V(PHB), V(PXB) or V(PIX).
+                  returned: always
+                  type: str
+                  sample: NV18
+            nics:
+              description: Network adapters (by device name, from the topo legend) and how this GPU reaches each.
+              returned: always
+              type: dict
+              sample: {"mlx5_0": "PIX"}
+            cpu_affinity:
+              description: CPUs close to this GPU.
+              returned: always
+              type: str
+              sample: 0-47,96-143
+            numa_affinity:
+              description: NUMA node close to this GPU.
+              returned: always
+              type: str
+              sample: "0"
+            gpu_numa_id:
+              description: The GPU's own NUMA node id, null when it has none.
+              returned: always
+              type: str
+              sample: null
+        nvlink:
+          description:
+            - The GPUs this GPU reaches over NVLink, with the number of bonded links. Empty without NVLink.
+            - Null when O(topology=false) or topo failed.
+          returned: always
+          type: list
+          elements: dict
+          contains:
+            index:
+              description: Peer GPU index.
+              returned: always
+              type: int
+              sample: 1
+            uuid:
+              description: Peer GPU UUID.
+              returned: always
+              type: str
+              sample: GPU-3c2b9b8e-5f0e-4a55-9a07-7f1f3b0c2a11
+            links:
+              description: Number of bonded NVLinks to that peer.
+              returned: always
+              type: int
+              sample: 18
+    nvidia_driver:
+      description: The NVIDIA driver. Its values are null on a host without a usable GPU.
+      returned: always
+      type: dict
+      contains:
+        version:
+          description: Driver version.
+          returned: always
+          type: str
+          sample: 580.159.04
+        cuda_version:
+          description: Highest CUDA version the driver supports.
+          returned: always
+          type: str
+          sample: "13.0"
+backend:
+  description: The backend that produced the facts, V(smi) or V(nvml); null when neither was available.
+  returned: always
+  type: str
+  sample: smi
+dropped_fields:
+  description: C(--query-gpu) fields this driver rejected, left out of the query and null on every GPU.
+  returned: always
+  type: list
+  elements: str
+  sample: [compute_cap]
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.specdec.bench.plugins.module_utils._nvidia_smi import (
+    QUERY_APPS_FIELDS,
+    QUERY_GPU_FIELDS,
+    REQUIRED_GPU_FIELDS,
+    bad_field,
+    build_gpu_facts,
+    no_devices,
+    nvml_snapshot,
+    parse_compute_apps,
+    parse_driver_banner,
+    parse_query_gpu,
+    parse_topo,
+    split_smi_warnings,
+)
+from ansible_collections.specdec.bench.plugins.module_utils._proc import parse_proc_cgroup, systemd_cgroup_path
+from ansible_collections.specdec.bench.plugins.module_utils._systemd import cgroup_root, unit_from_cgroup_path
+
+# nvidia-smi exit codes that mean "no usable GPU here" rather than a broken tool:
+# 6 no device found, 9 driver not loaded, 12 NVML library not found.
+NO_GPU_EXIT_CODES = (6, 9, 12)
+# Each retry drops one rejected field; more retries than optional fields would mean a loop.
+MAX_FIELD_RETRIES = len(QUERY_GPU_FIELDS) - len(REQUIRED_GPU_FIELDS)
+SMI_DIRS = ['/usr/local/nvidia/bin', '/usr/lib/wsl/lib']
+NO_DRIVER = {'version': None, 'cuda_version': None}
+
+
+def read_proc_cgroup(pid):
+    with open('/proc/%d/cgroup' % pid, encoding='utf-8', errors='replace') as handle:
+        return handle.read()
+
+
+def systemd_path(pid):
+    """The systemd cgroup path of a pid, or None when its cgroup cannot be read (exited, another PID namespace)."""
+    try:
+        return systemd_cgroup_path(parse_proc_cgroup(read_proc_cgroup(pid)))
+    except (OSError, ValueError):
+        return None
+
+
+def process_units(pids):
+    """{pid: (systemd unit, cgroup path)}, paths resolved against the root systemd runs its tree under."""
+    root = cgroup_root(systemd_path(1))
+    units = {}
+    for pid in pids:
+        path = systemd_path(pid)
+        units[pid] = (unit_from_cgroup_path(path, root), path)
+    return units
+
+
+def load_nvml():
+    try:
+        import pynvml  # pylint: disable=import-outside-toplevel
+    except ImportError:
+        return None
+    return pynvml
+
+
+def run_smi(module, smi, *args):
+    rc, out, err = module.run_command([smi] + list(args))
+    _lines, warnings = split_smi_warnings(out)
+    for warning in warnings:
+        module.warn('nvidia-smi: %s' % warning)
+    return rc, out, err
+
+
+def query_gpus(module, smi):
+    """(rows, dropped fields), or (None, dropped) when nvidia-smi finds no usable GPU."""
+    fields = list(QUERY_GPU_FIELDS)
+    dropped = []
+    for _attempt in range(MAX_FIELD_RETRIES + 1):
+        rc, out, err = run_smi(module, smi, '--query-gpu=%s' % ','.join(fields), '--format=csv,noheader,nounits')
+        output = (out or '') + (err or '')
+        if no_devices(output):
+            module.warn('nvidia-smi found no GPU: %s' % output.strip())
+            return None, dropped
+        if rc == 0:
+            try:
+                return parse_query_gpu(out, fields), dropped
+            except ValueError as exc:
+                module.fail_json(msg='cannot parse nvidia-smi --query-gpu output: %s' % exc, rc=rc, stdout=out, stderr=err)
+        field = bad_field(output)
+        if field in REQUIRED_GPU_FIELDS:
+            module.fail_json(msg='nvidia-smi rejects the required field %s: %s' % (field, output.strip()), rc=rc, dropped_fields=dropped)
+        if field is not None and field not in fields:
+            module.fail_json(msg='nvidia-smi rejects the field %s, which was not asked for: %s' % (field, output.strip()), rc=rc, dropped_fields=dropped)
+        if field is not None:
+            fields.remove(field)
+            dropped.append(field)
+            continue
+        if rc in NO_GPU_EXIT_CODES:
+            module.warn('nvidia-smi has no usable GPU (exit code %d): %s' % (rc, output.strip()))
+            return None, dropped
+        module.fail_json(msg='nvidia-smi --query-gpu failed with exit code %d: %s' % (rc, output.strip()), rc=rc, stdout=out, stderr=err)
+    module.fail_json(msg='nvidia-smi kept rejecting --query-gpu fields; dropped %s' % ', '.join(dropped), dropped_fields=dropped)
+    return None, dropped
+
+
+def query_apps(module, smi):
+    """Compute processes, or None (with a warning) when nvidia-smi cannot list them."""
+    rc, out, err = run_smi(module, smi, '--query-compute-apps=%s' % ','.join(QUERY_APPS_FIELDS), '--format=csv,noheader,nounits')
+    if rc != 0:
+        module.warn('nvidia-smi --query-compute-apps failed with exit code %d, processes unknown: %s' % (rc, (out + err).strip()))
+        return None
+    try:
+        return parse_compute_apps(out)
+    except ValueError as exc:
+        module.fail_json(msg='cannot parse nvidia-smi --query-compute-apps output: %s' % exc, rc=rc, stdout=out, stderr=err)
+    return None
+
+
+def query_topology(module, smi):
+    rc, out, err = run_smi(module, smi, 'topo', '-m')
+    if rc != 0:
+        module.warn('nvidia-smi topo -m failed with exit code %d, topology unknown: %s' % (rc, (out + err).strip()))
+        return None
+    try:
+        return parse_topo(out)
+    except ValueError as exc:
+        module.fail_json(msg='cannot parse nvidia-smi topo -m output: %s' % exc, rc=rc, stdout=out, stderr=err)
+    return None
+
+
+def query_driver(module, smi, rows):
+    """Driver version from the GPU rows; the CUDA driver version only the banner prints."""
+    rc, out, err = run_smi(module, smi)
+    banner = parse_driver_banner(out) if rc == 0 else dict(NO_DRIVER)
+    if banner['cuda_version'] is None:
+        module.warn('nvidia-smi printed no CUDA version (exit code %d): %s' % (rc, (err or '').strip()))
+    versions = set(row['driver_version'] for row in rows if row['driver_version'])
+    return {'version': versions.pop() if len(versions) == 1 else banner['version'], 'cuda_version': banner['cuda_version']}
+
+
+def read_nvml(module, nvml, required):
+    """(driver, rows, apps) through NVML, or None when NVML does not initialise (no driver, no GPU)."""
+    try:
+        nvml.nvmlInit()
+    except nvml.NVMLError as exc:
+        if required:
+            module.warn('NVML does not initialise, no usable GPU: %s' % exc)
+        return None
+    try:
+        driver, rows, apps, notes = nvml_snapshot(nvml)
+    except nvml.NVMLError as exc:
+        module.fail_json(msg='NVML failed while reading GPUs: %s' % exc)
+    finally:
+        nvml.nvmlShutdown()
+    for note in notes:
+        module.warn(note)
+    return driver, rows, apps
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            backend=dict(type='str', default='auto', choices=['auto', 'smi', 'nvml']),
+            topology=dict(type='bool', default=True),
+            unexplained_tolerance_mib=dict(type='int', default=256),
+        ),
+        supports_check_mode=True,
+    )
+    module.run_command_environ_update = dict(LANG='C', LC_ALL='C', LC_MESSAGES='C', LANGUAGE='C')
+    requested = module.params['backend']
+    smi = module.get_bin_path('nvidia-smi', opt_dirs=SMI_DIRS)
+
+    nvml = load_nvml() if requested in ('auto', 'nvml') else None
+    if requested == 'nvml' and nvml is None:
+        module.fail_json(msg='backend=nvml needs the pynvml module (pip package nvidia-ml-py) on the target Python')
+
+    backend = None
+    dropped = []
+    snapshot = read_nvml(module, nvml, requested == 'nvml') if nvml is not None else None
+    if snapshot is not None:
+        backend = 'nvml'
+        driver, rows, apps = snapshot
+    elif requested == 'nvml':
+        rows = None
+    elif smi is None:
+        module.warn('nvidia-smi is not installed: no NVIDIA GPU facts')
+        rows = None
+    else:
+        backend = 'smi'
+        rows, dropped = query_gpus(module, smi)
+        if dropped:
+            module.warn('this driver rejects --query-gpu fields %s; they are null on every GPU' % ', '.join(dropped))
+        if rows is not None:
+            apps = query_apps(module, smi)
+            driver = query_driver(module, smi, rows)
+
+    if rows is None:
+        module.exit_json(changed=False, ansible_facts={'nvidia_gpus': [], 'nvidia_driver': dict(NO_DRIVER)}, backend=backend, dropped_fields=dropped)
+
+    topology = None
+    if module.params['topology'] and rows:
+        if smi is None:
+            module.warn('nvidia-smi is not installed: GPU topology and NVLink unknown')
+        else:
+            topology = query_topology(module, smi)
+
+    units = process_units(sorted(set(app['pid'] for app in apps or [])))
+    gpus, orphans = build_gpu_facts(rows, apps, topology, units, module.params['unexplained_tolerance_mib'])
+    for app in orphans:
+        module.warn('compute process %d is on GPU %s, which is not in the GPU list' % (app['pid'], app['gpu_uuid']))
+    module.exit_json(changed=False, ansible_facts={'nvidia_gpus': gpus, 'nvidia_driver': driver}, backend=backend, dropped_fields=dropped)
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,536 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, specdec.bench developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: host_facts
+short_description: Disk, memory, CPU, OS, container, GPU visibility, listening ports and toolchain facts of a benchmark host
+version_added: 0.1.0
+description:
+  - Gathers what a benchmark or training host must be checked for, as one fact C(ansible_facts.specdec_host).
+  - Free and total bytes of given paths (results dir, model dir), also of paths not created yet (their nearest existing parent is measured),
+    with the mount holding each.
+  - RAM from C(/proc/meminfo), CPU count, OS from C(/etc/os-release), whether systemd runs.
+  - Container detection from its markers (C(/.dockerenv), C(/run/.containerenv), C(/dev/lxd), the C(container) variable of PID 1,
+    Kubernetes variables and secrets, runtime paths in C(/proc/1/cgroup)).
+  - C(NVIDIA_VISIBLE_DEVICES) and C(CUDA_VISIBLE_DEVICES), both of this module's environment and of PID 1 (where a container runtime
+    puts them; a login over SSH does not inherit them).
+  - Listening TCP ports from C(/proc/net/tcp) and C(/proc/net/tcp6) of the module's network namespace.
+  - C(python3), C(pip), C(uv) and C(nvcc) versions, and the versions of given Python packages inside given interpreters or
+    virtual environments (one process per interpreter).
+author:
+  - specdec.bench developers (!UNKNOWN)
+options:
+  paths:
+    description:
+      - Paths to measure free and total space for. They need not exist.
+    type: list
+    elements: path
+    default: []
+  python_envs:
+    description:
+      - Python interpreters, or virtual environment directories (their C(bin/python3) or C(bin/python) is used),
+        to read the versions of O(python_packages) in.
+      - An interpreter that is missing or fails is reported with its error, not as a module failure.
+    type: list
+    elements: path
+    default: []
+  python_packages:
+    description:
+      - Distribution names whose installed versions are read in each of O(python_envs).
+    type: list
+    elements: str
+    default: [torch, sglang, vllm, speculators]
+extends_documentation_fragment:
+  - specdec.bench.facts
+notes:
+  - Reading the environment of PID 1 needs root; without it RV(ansible_facts.specdec_host.gpu_visibility.pid1) is null.
+  - Listening ports are those of the network namespace the module runs in.
+seealso:
+  - module: specdec.bench.gpu_facts
+  - module: ansible.builtin.setup
+"""
+
+EXAMPLES = r"""
+- name: Gather host facts for the results and model directories and the SGLang venv
+  specdec.bench.host_facts:
+    paths:
+      - /root/bench_results
+      - /models/Qwen3.6-27B
+    python_envs:
+      - /opt/sglang/.venv
+
+- name: Need 100 GB free for results
+  ansible.builtin.assert:
+    that: ansible_facts.specdec_host.disk['/root/bench_results'].free_bytes > 100 * 1024 ** 3
+
+- name: Port 30000 must be free
+  ansible.builtin.assert:
+    that: 30000 not in (ansible_facts.specdec_host.listening_ports | map(attribute='port'))
+
+- name: SGLang version in its venv
+  ansible.builtin.debug:
+    msg: "{{ ansible_facts.specdec_host.python_envs['/opt/sglang/.venv'].packages.sglang }}"
+"""
+
+RETURN = r"""
+ansible_facts:
+  description: Facts added to the host.
+  returned: always
+  type: dict
+  contains:
+    specdec_host:
+      description: The host's facts.
+      returned: always
+      type: dict
+      contains:
+        disk:
+          description: One entry per path of O(paths), keyed by the path as given (after C(~) expansion).
+          returned: always
+          type: dict
+          sample:
+            /root/bench_results:
+              exists: false
+              checked_path: /root
+              mount_point: /
+              fstype: ext4
+              source: /dev/vda
+              total_bytes: 270553174016
+              used_bytes: 17286803456
+              free_bytes: 68702134272
+          contains:
+            exists:
+              description: Whether the path exists.
+              returned: always
+              type: bool
+              sample: false
+            checked_path:
+              description: The path measured, the path itself or its nearest existing parent, symlinks resolved.
+              returned: always
+              type: str
+              sample: /root
+            mount_point:
+              description: Mount point of the file system holding RV(ansible_facts.specdec_host.disk.checked_path); null without mountinfo.
+              returned: always
+              type: str
+              sample: /
+            fstype:
+              description: File system type.
+              returned: always
+              type: str
+              sample: ext4
+            source:
+              description: Mount source (device).
+              returned: always
+              type: str
+              sample: /dev/vda
+            total_bytes:
+              description: Size of the file system.
+              returned: always
+              type: int
+              sample: 270553174016
+            used_bytes:
+              description: Bytes in use.
+              returned: always
+              type: int
+              sample: 17286803456
+            free_bytes:
+              description: Bytes an unprivileged writer can still use (what C(df) calls Available).
+              returned: always
+              type: int
+              sample: 68702134272
+        memory:
+          description: RAM from C(/proc/meminfo).
+          returned: always
+          type: dict
+          contains:
+            total_bytes:
+              description: MemTotal.
+              returned: always
+              type: int
+              sample: 135128870912
+            available_bytes:
+              description: MemAvailable, null on kernels before 3.14.
+              returned: always
+              type: int
+              sample: 134632656896
+            swap_total_bytes:
+              description: SwapTotal.
+              returned: always
+              type: int
+              sample: 0
+        cpu:
+          description: CPUs.
+          returned: always
+          type: dict
+          contains:
+            count:
+              description: Logical CPUs of the host.
+              returned: always
+              type: int
+              sample: 16
+            usable:
+              description: Logical CPUs this process may run on (its affinity, which a container's cpuset limits).
+              returned: always
+              type: int
+              sample: 16
+        os:
+          description: The OS from C(/etc/os-release), and the kernel.
+          returned: always
+          type: dict
+          contains:
+            id:
+              description: ID.
+              returned: always
+              type: str
+              sample: ubuntu
+            id_like:
+              description: ID_LIKE.
+              returned: always
+              type: str
+              sample: debian
+            name:
+              description: NAME.
+              returned: always
+              type: str
+              sample: Ubuntu
+            pretty_name:
+              description: PRETTY_NAME.
+              returned: always
+              type: str
+              sample: Ubuntu 24.04.3 LTS
+            version_id:
+              description: VERSION_ID.
+              returned: always
+              type: str
+              sample: "24.04"
+            version_codename:
+              description: VERSION_CODENAME.
+              returned: always
+              type: str
+              sample: noble
+            kernel:
+              description: Kernel release.
+              returned: always
+              type: str
+              sample: 6.8.0-87-generic
+        systemd:
+          description: Whether systemd is the running init system (C(/run/systemd/system) exists).
+          returned: always
+          type: bool
+          sample: true
+        container:
+          description: Whether the module runs in a container, of which type, and the markers that say so.
+          returned: always
+          type: dict
+          contains:
+            detected:
+              description: Whether any container marker was found.
+              returned: always
+              type: bool
+              sample: true
+            type:
+              description:
+                - V(kubernetes), V(podman), V(docker), V(lxc), V(systemd-nspawn), V(containerd) or the value of PID 1's C(container) variable;
+                  null when none was detected.
+              returned: always
+              type: str
+              sample: docker
+            markers:
+              description: The markers found, such as V(/.dockerenv), V(/proc/1/environ:container=lxc), V(env:KUBERNETES_SERVICE_HOST).
+              returned: always
+              type: list
+              elements: str
+              sample: [/.dockerenv]
+        gpu_visibility:
+          description: C(NVIDIA_VISIBLE_DEVICES) and C(CUDA_VISIBLE_DEVICES) (null where unset).
+          returned: always
+          type: dict
+          contains:
+            env:
+              description: In the module's environment.
+              returned: always
+              type: dict
+              sample: {"NVIDIA_VISIBLE_DEVICES": null, "CUDA_VISIBLE_DEVICES": null}
+            pid1:
+              description: In the environment of PID 1, which is where a container runtime sets them; null when unreadable.
+              returned: always
+              type: dict
+              sample: {"NVIDIA_VISIBLE_DEVICES": "0", "CUDA_VISIBLE_DEVICES": null}
+        listening_ports:
+          description: Listening TCP sockets, sorted by port.
+          returned: always
+          type: list
+          elements: dict
+          contains:
+            port:
+              description: Port number.
+              returned: always
+              type: int
+              sample: 8080
+            address:
+              description: Bound address (V(0.0.0.0) or V(::) for all).
+              returned: always
+              type: str
+              sample: 127.0.0.1
+            family:
+              description: V(ipv4) or V(ipv6).
+              returned: always
+              type: str
+              sample: ipv4
+        toolchain:
+          description: V(python3), V(pip), V(uv) and V(nvcc), each with its path and version, both null when not found.
+          returned: always
+          type: dict
+          sample:
+            python3: {"path": /usr/bin/python3, "version": 3.12.3}
+            pip: {"path": /usr/bin/pip3, "version": "24.0"}
+            uv: {"path": /usr/local/bin/uv, "version": 0.9.5}
+            nvcc: {"path": /usr/local/cuda/bin/nvcc, "version": 13.0.88}
+          contains:
+            path:
+              description: The executable found.
+              returned: always
+              type: str
+              sample: /usr/local/cuda/bin/nvcc
+            version:
+              description: Its version (for nvcc the full toolkit version, V(13.0.88)).
+              returned: always
+              type: str
+              sample: 13.0.88
+        python_envs:
+          description: One entry per path of O(python_envs), keyed by the path as given (after C(~) expansion).
+          returned: always
+          type: dict
+          sample:
+            /opt/sglang/.venv:
+              python: /opt/sglang/.venv/bin/python3
+              python_version: 3.11.2
+              packages: {"torch": 2.9.1, "sglang": 0.5.23, "vllm": null, "speculators": null}
+              error: null
+          contains:
+            python:
+              description: The interpreter run; null when none was found.
+              returned: always
+              type: str
+              sample: /opt/sglang/.venv/bin/python3
+            python_version:
+              description: Its version.
+              returned: always
+              type: str
+              sample: 3.11.2
+            packages:
+              description: Each of O(python_packages) with its installed version, null when not installed (all null on error).
+              returned: always
+              type: dict
+              sample: {"torch": 2.9.1, "sglang": 0.5.23, "vllm": null, "speculators": null}
+            error:
+              description: Why the versions could not be read; null on success.
+              returned: always
+              type: str
+              sample: null
+"""
+
+import os
+import pwd
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.specdec.bench.plugins.module_utils._proc import (
+    CONTAINER_FILES,
+    PACKAGE_VERSIONS_SCRIPT,
+    detect_container,
+    find_mount,
+    gpu_visibility,
+    listening_ports,
+    parse_environ,
+    parse_meminfo,
+    parse_mountinfo,
+    parse_os_release,
+    parse_package_versions,
+    parse_proc_net_tcp,
+    parse_tool_version,
+)
+
+OS_RELEASE_FILES = ('/etc/os-release', '/usr/lib/os-release')
+OS_KEYS = (('ID', 'id'), ('ID_LIKE', 'id_like'), ('NAME', 'name'), ('PRETTY_NAME', 'pretty_name'),
+           ('VERSION_ID', 'version_id'), ('VERSION_CODENAME', 'version_codename'))
+# (fact name, executables tried in order, extra directories searched after PATH; relative ones are under $HOME)
+TOOLS = (
+    ('python3', ('python3',), []),
+    ('pip', ('pip3', 'pip'), []),
+    ('uv', ('uv',), ['.local/bin', '.cargo/bin']),  # where uv's installer puts it, often not on a non-login PATH
+    ('nvcc', ('nvcc',), ['/usr/local/cuda/bin']),
+)
+SYSTEMD_RUN_DIR = '/run/systemd/system'
+
+
+def read_file(path, binary=False):
+    """A file's contents, or None when it cannot be read (missing, permission)."""
+    try:
+        if binary:
+            with open(path, 'rb') as handle:
+                return handle.read()
+        with open(path, encoding='utf-8', errors='replace') as handle:
+            return handle.read()
+    except OSError:
+        return None
+
+
+def parsed(module, parser, text, what):
+    try:
+        return parser(text)
+    except ValueError as exc:
+        module.fail_json(msg='cannot parse %s: %s' % (what, exc))
+    return None
+
+
+def disk_facts(path, mounts):
+    checked = os.path.abspath(path)
+    while not os.path.exists(checked):
+        checked = os.path.dirname(checked)
+    checked = os.path.realpath(checked)
+    stat = os.statvfs(checked)
+    mount = find_mount(checked, mounts) or {}
+    return {
+        'exists': os.path.exists(path),
+        'checked_path': checked,
+        'mount_point': mount.get('mount_point'),
+        'fstype': mount.get('fstype'),
+        'source': mount.get('source'),
+        'total_bytes': stat.f_blocks * stat.f_frsize,
+        'used_bytes': (stat.f_blocks - stat.f_bfree) * stat.f_frsize,
+        'free_bytes': stat.f_bavail * stat.f_frsize,
+    }
+
+
+def os_facts(module):
+    text = None
+    for path in OS_RELEASE_FILES:
+        text = read_file(path)
+        if text is not None:
+            break
+    release = parse_os_release(text or '')
+    facts = dict((key, release.get(name)) for name, key in OS_KEYS)
+    facts['kernel'] = os.uname().release
+    if text is None:
+        module.warn('no os-release file: OS facts are null')
+    return facts
+
+
+def tool_facts(module):
+    home = os.environ.get('HOME') or pwd.getpwuid(os.getuid()).pw_dir
+    tools = {}
+    for name, executables, extra_dirs in TOOLS:
+        opt_dirs = [os.path.join(home, directory) for directory in extra_dirs]
+        path = None
+        for executable in executables:
+            path = module.get_bin_path(executable, opt_dirs=opt_dirs)
+            if path:
+                break
+        version = None
+        if path:
+            rc, out, err = module.run_command([path, '--version'])
+            # old Pythons print their version on stderr
+            version = parse_tool_version(name, (out or '') + (err or '')) if rc == 0 else None
+            if version is None:
+                module.warn('%s --version gave no version (exit code %d): %s' % (path, rc, ((out or '') + (err or '')).strip()[:200]))
+        tools[name] = {'path': path, 'version': version}
+    return tools
+
+
+def interpreter(path):
+    """The Python executable of an interpreter path or a virtual environment directory, or None."""
+    if os.path.isdir(path):
+        for name in ('bin/python3', 'bin/python'):
+            candidate = os.path.join(path, name)
+            if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+                return candidate
+        return None
+    if os.path.isfile(path) and os.access(path, os.X_OK):
+        return path
+    return None
+
+
+def python_env_facts(module, path, packages):
+    python = interpreter(path)
+    result = {'python': python, 'python_version': None, 'packages': dict((name, None) for name in packages), 'error': None}
+    if python is None:
+        result['error'] = 'no Python interpreter at %s' % path
+        return result
+    # cwd / keeps a stray module in the caller's directory from shadowing importlib
+    rc, out, err = module.run_command([python, '-c', PACKAGE_VERSIONS_SCRIPT] + list(packages), cwd='/')
+    if rc != 0:
+        lines = (err or out or '').strip().splitlines()
+        result['error'] = 'exit code %d: %s' % (rc, lines[-1] if lines else '')
+        return result
+    try:
+        data = parse_package_versions(out)
+    except ValueError as exc:
+        result['error'] = str(exc)
+        return result
+    result['python_version'] = data.get('python_version')
+    result['packages'].update(data['packages'])
+    return result
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            paths=dict(type='list', elements='path', default=[]),
+            python_envs=dict(type='list', elements='path', default=[]),
+            python_packages=dict(type='list', elements='str', default=['torch', 'sglang', 'vllm', 'speculators']),
+        ),
+        supports_check_mode=True,
+    )
+    module.run_command_environ_update = dict(LANG='C', LC_ALL='C', LC_MESSAGES='C', LANGUAGE='C')
+
+    mounts = parsed(module, parse_mountinfo, read_file('/proc/self/mountinfo') or '', '/proc/self/mountinfo')
+    meminfo = parsed(module, parse_meminfo, read_file('/proc/meminfo'), '/proc/meminfo')
+    ports = []
+    for family, path in (('ipv4', '/proc/net/tcp'), ('ipv6', '/proc/net/tcp6')):
+        text = read_file(path)
+        if text is not None:  # tcp6 is absent when IPv6 is disabled
+            ports.extend(parsed(module, lambda data, family=family: parse_proc_net_tcp(data, family), text, path))
+    pid1_environ_raw = read_file('/proc/1/environ', binary=True)
+    pid1_environ = parse_environ(pid1_environ_raw) if pid1_environ_raw is not None else None
+    try:
+        usable_cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        usable_cpus = os.cpu_count()
+
+    try:
+        container = detect_container(
+            present_files=set(path for path, _kind in CONTAINER_FILES if os.path.exists(path)),
+            pid1_environ=pid1_environ,
+            module_environ=dict(os.environ),
+            pid1_cgroup=read_file('/proc/1/cgroup'),
+        )
+    except ValueError as exc:
+        module.fail_json(msg='cannot parse /proc/1/cgroup: %s' % exc)
+
+    facts = {
+        'disk': dict((path, disk_facts(path, mounts)) for path in module.params['paths']),
+        'memory': {
+            'total_bytes': meminfo.get('MemTotal'),
+            'available_bytes': meminfo.get('MemAvailable'),
+            'swap_total_bytes': meminfo.get('SwapTotal'),
+        },
+        'cpu': {'count': os.cpu_count(), 'usable': usable_cpus},
+        'os': os_facts(module),
+        'systemd': os.path.isdir(SYSTEMD_RUN_DIR),
+        'container': container,
+        'gpu_visibility': {'env': gpu_visibility(dict(os.environ)), 'pid1': gpu_visibility(pid1_environ)},
+        'listening_ports': listening_ports(ports),
+        'toolchain': tool_facts(module),
+        'python_envs': dict((path, python_env_facts(module, path, module.params['python_packages'])) for path in module.params['python_envs']),
+    }
+    module.exit_json(changed=False, ansible_facts={'specdec_host': facts})
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,594 @@
+"""The SGLang emulator (tests/sim/sglang_emulator/sglang), run as a real server on 127.0.0.1.
+
+Its performance model is checked as pure functions; the server is started as
+`python3 -m sglang.launch_server ...` in a subprocess, with a private claims directory and GPU
+layout, and driven over HTTP the way SGLang's own benchmark client drives it.
+"""
+
+import http.client
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[3]
+EMULATOR = REPO / "tests" / "sim" / "sglang_emulator"
+sys.path.insert(0, str(EMULATOR))
+
+from sglang import _sim_gpu as sim_gpu  # noqa: E402
+from sglang import _sim_model as sim_model  # noqa: E402
+
+DEADLINE_S = 10.0
+GPU_TOTAL_MIB = 97887
+LAYOUT = {
+    "driver_version": "580.95.05",
+    "cuda_version": "13.0",
+    "gpu_defaults": {"name": "NVIDIA RTX PRO 6000 Blackwell Server Edition", "memory.total": GPU_TOTAL_MIB,
+                     "memory.reserved": 530},
+    "gpus": [{"uuid": "GPU-%08d-0000-0000-0000-000000000000" % i} for i in range(4)],
+}
+
+
+# --------------------------------------------------------------------------------------------
+# helpers
+# --------------------------------------------------------------------------------------------
+
+def free_port():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_until(predicate, what, timeout=DEADLINE_S, interval=0.02):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError("timed out waiting for " + what)
+
+
+class Emulator:
+    """One emulator process: its port, its output files and its claims directory."""
+
+    def __init__(self, tmp_path, args=(), env=None, load_seconds="0.3"):
+        self.port = free_port()
+        self.state_dir = tmp_path / "state"
+        layout = tmp_path / "layout.json"
+        layout.write_text(json.dumps(LAYOUT))
+        self.stdout_path = tmp_path / "stdout.txt"
+        self.stderr_path = tmp_path / "stderr.txt"
+        full_env = {k: v for k, v in os.environ.items() if not k.startswith(("SIM_", "SGLANG_"))}
+        full_env.update({
+            "PYTHONPATH": str(EMULATOR),
+            "SIM_GPU_STATE_DIR": str(self.state_dir),
+            "SIM_GPU_LAYOUT": str(layout),
+            "SIM_SGLANG_LOAD_SECONDS": load_seconds,
+            "SIM_SGLANG_TIME_SCALE": "0.02",
+            "SIM_SGLANG_CHECK_MEMORY": "0",
+            "CUDA_VISIBLE_DEVICES": "0",
+        })
+        full_env.update(env or {})
+        cmd = [sys.executable, "-m", "sglang.launch_server", "--model-path", "Qwen/Qwen3.6-27B",
+               "--host", "127.0.0.1", "--port", str(self.port)] + list(args)
+        self.proc = subprocess.Popen(cmd, env=full_env, stdout=open(self.stdout_path, "w"),
+                                     stderr=open(self.stderr_path, "w"), cwd=str(tmp_path))
+        self.first_status = None
+
+    @property
+    def base(self):
+        return "http://127.0.0.1:%d" % self.port
+
+    @property
+    def claim(self):
+        return self.state_dir / "claims" / ("%d.json" % self.proc.pid)
+
+    def stdout(self):
+        return self.stdout_path.read_text()
+
+    def stderr(self):
+        return self.stderr_path.read_text()
+
+    def status(self, path):
+        try:
+            with urllib.request.urlopen(self.base + path, timeout=5) as resp:
+                return resp.status
+        except urllib.error.HTTPError as exc:
+            return exc.code
+        except OSError:
+            return None
+
+    def wait_bound(self):
+        """Until the port answers at all; records the first /health status seen."""
+        def bound():
+            self.first_status = self.status("/health")
+            return self.first_status is not None or self.proc.poll() is not None
+        wait_until(bound, "the emulator's port")
+
+    def wait_ready(self):
+        self.wait_bound()
+        wait_until(lambda: self.status("/health") == 200 or self.proc.poll() is not None, "/health == 200")
+        assert self.proc.poll() is None, self.stdout()
+
+    def wait_exit(self, timeout=DEADLINE_S):
+        try:
+            return self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise AssertionError("the emulator did not exit:\n" + self.stdout())
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=DEADLINE_S)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+    def get_json(self, path):
+        with urllib.request.urlopen(self.base + path, timeout=DEADLINE_S) as resp:
+            return json.loads(resp.read())
+
+    def post(self, path, body=None):
+        data = json.dumps(body).encode() if body is not None else b""
+        req = urllib.request.Request(self.base + path, data=data, method="POST",
+                                     headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(req, timeout=DEADLINE_S) as resp:
+                return resp.status, resp.read()
+        except urllib.error.HTTPError as exc:
+            return exc.code, exc.read()
+
+    def stream(self, path, body):
+        """[parsed event or "[DONE]"] of an SSE response, read through HTTP/1.1 chunked framing."""
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=DEADLINE_S)
+        try:
+            conn.request("POST", path, json.dumps(body), {"Content-Type": "application/json"})
+            resp = conn.getresponse()
+            assert resp.status == 200
+            assert resp.getheader("Content-Type").startswith("text/event-stream")
+            events = []
+            for line in resp:
+                line = line.strip()
+                if not line:
+                    continue
+                assert line.startswith(b"data: "), line
+                payload = line[len(b"data: "):]
+                events.append("[DONE]" if payload == b"[DONE]" else json.loads(payload))
+            return events
+        finally:
+            conn.close()
+
+
+@pytest.fixture(scope="module")
+def dflash(tmp_path_factory):
+    """A DFLASH server, as the collection starts one, plus an unknown argument."""
+    emu = Emulator(tmp_path_factory.mktemp("dflash"), [
+        "--tp-size", "1", "--mem-fraction-static", "0.88",
+        "--speculative-algorithm", "DFLASH", "--speculative-draft-model-path", "z-lab/Qwen3.6-27B-DFlash",
+        "--speculative-num-draft-tokens", "16", "--mamba-scheduler-strategy", "extra_buffer",
+        "--decode-log-interval", "1", "--some-future-flag", "x",
+    ], load_seconds="1.0")
+    try:
+        emu.wait_ready()
+        yield emu
+    finally:
+        emu.stop()
+
+
+@pytest.fixture
+def emulator(tmp_path):
+    started = []
+
+    def start(args=(), env=None, load_seconds="0.3"):
+        emu = Emulator(tmp_path, args, env, load_seconds)
+        started.append(emu)
+        return emu
+
+    yield start
+    for emu in started:
+        emu.stop()
+
+
+# --------------------------------------------------------------------------------------------
+# the performance model (pure)
+# --------------------------------------------------------------------------------------------
+
+RTX = sim_model.hardware_for("NVIDIA RTX PRO 6000 Blackwell Server Edition")
+BUDGETS = (8, 16, 32, 64, 128, 256, 512)
+
+
+def ddtree(budget, topk=4, tp=1):
+    return sim_model.Workload(method="DDTREE", ddtree_budget=budget, ddtree_topk=topk, tp=tp)
+
+
+def test_autoregressive_accepts_one_token_per_step():
+    wl = sim_model.Workload()
+    assert sim_model.expected_tau(wl) == 1.0
+    sampler = sim_model.AcceptanceSampler(wl, 1)
+    assert {sampler.next() for _ in range(100)} == {1}
+
+
+def test_dflash_tau_and_step_cost_are_in_the_published_range():
+    ar, dflash = sim_model.Workload(), sim_model.Workload(method="DFLASH", num_draft_tokens=16)
+    assert 3.0 <= sim_model.expected_tau(dflash) <= 4.0
+    ratio = sim_model.decode_step_ms(RTX, dflash, 1) / sim_model.decode_step_ms(RTX, ar, 1)
+    assert 1.2 <= ratio <= 1.4
+
+
+@pytest.mark.parametrize("topk", [2, 4, 8])
+def test_ddtree_tau_rises_monotonically_with_budget(topk):
+    taus = [sim_model.expected_tau(ddtree(b, topk)) for b in BUDGETS]
+    assert all(a < b for a, b in zip(taus, taus[1:])), taus
+    assert taus[-1] > sim_model.expected_tau(sim_model.Workload(method="DFLASH"))
+
+
+@pytest.mark.parametrize("tp", [1, 4, 8])
+def test_ddtree_speedup_peaks_at_an_intermediate_budget(tp):
+    speedups = [sim_model.speedup(RTX, ddtree(b, tp=tp), batch=1) for b in BUDGETS]
+    best = BUDGETS[speedups.index(max(speedups))]
+    assert 32 <= best <= 128, dict(zip(BUDGETS, speedups))
+    assert speedups[-1] < max(speedups) and speedups[0] < max(speedups)
+
+
+def test_speculative_gains_shrink_as_concurrency_grows():
+    for wl in (sim_model.Workload(method="DFLASH"), ddtree(64)):
+        gains = [sim_model.speedup(RTX, wl, batch=b) for b in (1, 4, 16, 64)]
+        assert all(a > b for a, b in zip(gains, gains[1:])), gains
+        assert gains[0] > 2.0
+
+
+def test_tensor_parallelism_is_faster_but_sublinear():
+    one = sim_model.output_throughput(RTX, sim_model.Workload(tp=1), 1)
+    four = sim_model.output_throughput(RTX, sim_model.Workload(tp=4), 1)
+    eight = sim_model.output_throughput(RTX, sim_model.Workload(tp=8), 1)
+    assert one < four < eight
+    assert four < 4 * one and eight < 8 * one
+
+
+def test_batch_steps_cost_more_as_the_batch_grows():
+    wl = sim_model.Workload()
+    steps = [sim_model.decode_step_ms(RTX, wl, b, context_tokens=b * 1000) for b in (1, 8, 64, 256)]
+    assert all(a < b for a, b in zip(steps, steps[1:])), steps
+
+
+def test_acceptance_is_deterministic_per_seed_and_averages_to_tau():
+    wl = ddtree(64)
+    first = sim_model.AcceptanceSampler(wl, 42)
+    second = sim_model.AcceptanceSampler(wl, 42)
+    draws = [first.next() for _ in range(5000)]
+    assert draws == [second.next() for _ in range(5000)]
+    assert all(1 <= d <= wl.num_draft_tokens for d in draws)
+    assert abs(sum(draws) / len(draws) - sim_model.expected_tau(wl)) < 0.1
+    assert sim_model.request_seed("a prompt", 64) == sim_model.request_seed("a prompt", 64)
+
+
+@pytest.mark.parametrize("name,expected", [
+    ("/models/Qwen3.6-27B", 55e9),
+    ("meta-llama/Llama-3.1-8B-Instruct", 16.3e9),
+    ("Qwen/Qwen3-30B-A3B-FP8", 30.6e9),
+    ("something-without-size", 55e9),
+])
+def test_model_size_is_guessed_from_the_name(name, expected):
+    assert sim_model.guess_model_bytes(name) == pytest.approx(expected, rel=0.02)
+
+
+# --------------------------------------------------------------------------------------------
+# the layout and CUDA_VISIBLE_DEVICES
+# --------------------------------------------------------------------------------------------
+
+def test_layout_entries_inherit_gpu_defaults():
+    gpus = sim_gpu.parse_layout(LAYOUT)
+    assert [g.index for g in gpus] == [0, 1, 2, 3]
+    assert {g.memory_total_mib for g in gpus} == {GPU_TOTAL_MIB}
+    assert gpus[0].memory_reserved_mib == 530
+    assert gpus[1].name.startswith("NVIDIA RTX PRO 6000")
+
+
+@pytest.mark.parametrize("spec,expected", [
+    (None, [0, 1, 2, 3]),
+    ("2", [2]),
+    ("1,3", [1, 3]),
+    ("GPU-00000003,0", [3, 0]),
+    ("0,9,1", [0]),
+    ("", []),
+])
+def test_visible_devices_are_resolved_as_cuda_does(spec, expected):
+    gpus = sim_gpu.visible_gpus(sim_gpu.parse_layout(LAYOUT), spec)
+    assert [g.index for g in gpus] == expected
+
+
+# --------------------------------------------------------------------------------------------
+# start-up, claim and shutdown
+# --------------------------------------------------------------------------------------------
+
+def test_health_answers_503_while_loading_then_200(dflash):
+    assert dflash.first_status == 503
+    assert dflash.status("/health") == 200
+    assert dflash.status("/health_generate") == 200
+
+
+def test_startup_logs_look_like_sglang(dflash):
+    out = dflash.stdout()
+    for line in ("server_args=ServerArgs(", "Load weight begin", "Uvicorn running on http://127.0.0.1:%d" % dflash.port,
+                 "The server is fired up and ready to roll!"):
+        assert line in out
+
+
+def test_unknown_arguments_are_ignored_with_a_warning(dflash):
+    assert "--some-future-flag x" in dflash.stderr()
+    assert "unknown" in dflash.stderr()
+
+
+def test_claim_is_written_after_load(dflash):
+    claim = json.loads(dflash.claim.read_text())
+    assert claim["memory_mib"] == round(0.88 * GPU_TOTAL_MIB)
+    assert claim["gpus"] == [LAYOUT["gpus"][0]["uuid"]]
+
+
+def test_sigterm_removes_the_claim_and_exits_0(emulator):
+    emu = emulator(["--mem-fraction-static", "0.5"], env={"CUDA_VISIBLE_DEVICES": "1,2"})
+    emu.wait_ready()
+    assert json.loads(emu.claim.read_text())["memory_mib"] == round(0.5 * GPU_TOTAL_MIB)
+    emu.proc.send_signal(signal.SIGTERM)
+    assert emu.wait_exit() == 0
+    assert not emu.claim.exists()
+    assert "Finished server process" in emu.stdout()
+
+
+def test_explicit_memory_override_is_claimed(emulator):
+    emu = emulator(env={"SIM_GPU_MEMORY_MIB": "56077"})
+    emu.wait_ready()
+    assert json.loads(emu.claim.read_text())["memory_mib"] == 56077
+
+
+def test_too_few_visible_gpus_fail_at_start(emulator):
+    emu = emulator(["--tp-size", "2"], env={"CUDA_VISIBLE_DEVICES": "3"})
+    assert emu.wait_exit() == 1
+    assert "invalid device ordinal" in emu.stdout()
+
+
+def test_missing_model_folder_fails_at_start(emulator, tmp_path):
+    emu = emulator(["--model-path", str(tmp_path / "no-such-model")])
+    assert emu.wait_exit() == 1
+    assert "is not a local folder" in emu.stdout()
+
+
+def test_weights_size_comes_from_the_checkpoint_index(emulator, tmp_path):
+    """A 90 GB checkpoint does not fit one 96 GiB GPU at 0.88: SGLang fails to size its KV pool."""
+    model = tmp_path / "big-model"
+    model.mkdir()
+    (model / "model.safetensors.index.json").write_text(json.dumps({"metadata": {"total_size": 90e9}}))
+    emu = emulator(["--model-path", str(model)])
+    assert emu.wait_exit() == 1
+    assert "Not enough memory" in emu.stdout()
+
+
+def test_gpu_held_by_another_process_fails_with_cuda_oom(emulator, tmp_path):
+    """nvidia-smi (a stub here) says GPU 0 has 41 GiB free: 55 GB of weights do not fit."""
+    stub = tmp_path / "bin"
+    stub.mkdir()
+    smi = stub / "nvidia-smi"
+    smi.write_text("#!/bin/sh\ncase \"$1\" in --query-gpu*) echo '%s, 41280';; esac\n" % LAYOUT["gpus"][0]["uuid"])
+    smi.chmod(0o755)
+    emu = emulator(env={"SIM_SGLANG_CHECK_MEMORY": "1", "PATH": "%s:%s" % (stub, os.environ["PATH"])})
+    assert emu.wait_exit() == 1
+    assert "CUDA out of memory" in emu.stdout()
+    assert not emu.claim.exists()
+
+
+# --------------------------------------------------------------------------------------------
+# faults
+# --------------------------------------------------------------------------------------------
+
+def test_fault_fail_start_exits_1_while_loading(emulator):
+    emu = emulator(env={"SIM_SGLANG_FAULT": "fail_start"})
+    assert emu.wait_exit() == 1
+    assert "Load weight begin" in emu.stdout()
+    assert "CUDA out of memory" in emu.stdout()
+    assert "ready to roll" not in emu.stdout()
+
+
+def test_fault_never_ready_keeps_health_at_503(emulator):
+    emu = emulator(env={"SIM_SGLANG_FAULT": "never_ready"}, load_seconds="0.1")
+    emu.wait_bound()
+    deadline = time.monotonic() + 1.0
+    while time.monotonic() < deadline:
+        assert emu.status("/health") == 503
+        assert emu.status("/v1/models") == 503
+        time.sleep(0.1)
+    assert emu.proc.poll() is None
+    emu.proc.send_signal(signal.SIGTERM)
+    assert emu.wait_exit() == 0
+
+
+def test_fault_crash_drops_the_stream_and_exits(emulator):
+    emu = emulator(env={"SIM_SGLANG_FAULT": "crash", "SIM_SGLANG_CRASH_AFTER": "1"})
+    emu.wait_ready()
+    status, _ = emu.post("/generate", {"text": "first", "sampling_params": {"max_new_tokens": 8}})
+    assert status == 200
+    conn = http.client.HTTPConnection("127.0.0.1", emu.port, timeout=DEADLINE_S)
+    conn.request("POST", "/generate", json.dumps({"text": "second", "stream": True,
+                                                  "sampling_params": {"max_new_tokens": 64}}))
+    resp = conn.getresponse()
+    assert resp.status == 200
+    lines = []
+    with pytest.raises((http.client.IncompleteRead, ConnectionError)):
+        for line in resp:
+            lines.append(line)
+        raise ConnectionError("stream ended without the chunked terminator")
+    assert not any(b"[DONE]" in line for line in lines)
+    assert any(line.startswith(b"data: ") for line in lines), "the crash came before any chunk"
+    assert emu.wait_exit() == 1
+    assert "illegal memory access" in emu.stdout()
+
+
+# --------------------------------------------------------------------------------------------
+# endpoints
+# --------------------------------------------------------------------------------------------
+
+def test_model_info(dflash):
+    for path in ("/model_info", "/get_model_info"):
+        info = dflash.get_json(path)
+        assert info["model_path"] == "Qwen/Qwen3.6-27B"
+        assert info["tokenizer_path"] == "Qwen/Qwen3.6-27B"
+        assert info["is_generation"] is True
+
+
+def test_server_info(dflash):
+    for path in ("/server_info", "/get_server_info"):
+        info = dflash.get_json(path)
+        assert info["tp_size"] == 1
+        assert info["speculative_algorithm"] == "DFLASH"
+        assert info["speculative_num_draft_tokens"] == 16
+        assert info["mem_fraction_static"] == 0.88
+        assert info["version"] == "0.5.23+sim"
+        assert isinstance(info["internal_states"], list) and len(info["internal_states"]) == 1
+
+
+def test_v1_models(dflash):
+    models = dflash.get_json("/v1/models")
+    assert models["object"] == "list"
+    assert models["data"][0]["id"] == "Qwen/Qwen3.6-27B"
+    assert models["data"][0]["owned_by"] == "sglang"
+
+
+def test_generate_returns_text_ids_and_meta_info(dflash):
+    status, raw = dflash.post("/generate", {"input_ids": list(range(100, 164)),
+                                            "sampling_params": {"max_new_tokens": 48, "temperature": 0,
+                                                                "ignore_eos": True}})
+    assert status == 200
+    out = json.loads(raw)
+    meta = out["meta_info"]
+    assert meta["finish_reason"] == {"type": "length", "length": 48}
+    assert meta["prompt_tokens"] == 64
+    assert meta["completion_tokens"] == 48 == len(out["output_ids"])
+    assert meta["cached_tokens"] == 0
+    assert meta["e2e_latency"] > 0
+    assert meta["spec_verify_ct"] >= 1
+    assert meta["spec_accept_length"] == pytest.approx(48 / meta["spec_verify_ct"])
+    assert out["text"].strip()
+
+
+def test_generate_is_deterministic_per_prompt(dflash):
+    body = {"text": "The same prompt twice", "sampling_params": {"max_new_tokens": 32}}
+    first, second = (json.loads(dflash.post("/generate", body)[1]) for _ in range(2))
+    assert first["text"] == second["text"]
+    assert first["meta_info"]["spec_verify_ct"] == second["meta_info"]["spec_verify_ct"]
+
+
+def test_generate_accepts_a_batch(dflash):
+    status, raw = dflash.post("/generate", {"text": ["one", "two words"], "sampling_params": {"max_new_tokens": 4}})
+    assert status == 200
+    outs = json.loads(raw)
+    assert [o["meta_info"]["completion_tokens"] for o in outs] == [4, 4]
+
+
+def test_generate_stream_is_cumulative_multi_token_and_ends_with_done(dflash):
+    events = dflash.stream("/generate", {"text": "Tell me a story", "stream": True,
+                                         "sampling_params": {"max_new_tokens": 64}})
+    assert events[-1] == "[DONE]"
+    chunks = events[:-1]
+    counts = [c["meta_info"]["completion_tokens"] for c in chunks]
+    assert counts == sorted(counts) and counts[-1] == 64
+    assert max(b - a for a, b in zip(counts, counts[1:])) > 1, "no chunk carried several accepted tokens"
+    for before, after in zip(chunks, chunks[1:]):
+        assert after["text"].startswith(before["text"])
+        assert after["output_ids"][:len(before["output_ids"])] == before["output_ids"]
+    assert all(c["meta_info"]["finish_reason"] is None for c in chunks[:-1])
+    final = chunks[-1]["meta_info"]
+    assert final["finish_reason"]["type"] == "length"
+    assert final["spec_verify_ct"] == len(chunks) - 1  # the first chunk comes from the prefill
+    assert final["spec_accept_length"] > 1
+
+
+def test_accept_length_in_server_info_is_reset_by_flush_cache(dflash):
+    status, body = dflash.post("/flush_cache")
+    assert status == 200 and body.startswith(b"Cache flushed")
+    assert "avg_spec_accept_length" not in dflash.get_json("/server_info")["internal_states"][0]
+    for i in range(4):
+        dflash.post("/generate", {"text": "prompt %d" % i, "sampling_params": {"max_new_tokens": 200}})
+    accept = dflash.get_json("/server_info")["internal_states"][0]["avg_spec_accept_length"]
+    assert 2.5 < accept < 4.5
+    assert dflash.status("/flush_cache") == 200  # GET works too
+    assert "avg_spec_accept_length" not in dflash.get_json("/server_info")["internal_states"][0]
+
+
+def test_chat_completions(dflash):
+    body = {"model": "Qwen/Qwen3.6-27B", "messages": [{"role": "user", "content": "Hello there"}],
+            "max_completion_tokens": 16, "temperature": 0}
+    status, raw = dflash.post("/v1/chat/completions", body)
+    assert status == 200
+    out = json.loads(raw)
+    assert out["object"] == "chat.completion"
+    assert out["choices"][0]["message"]["role"] == "assistant"
+    assert out["choices"][0]["finish_reason"] == "length"
+    assert out["usage"]["completion_tokens"] == 16
+    assert out["usage"]["total_tokens"] == out["usage"]["prompt_tokens"] + 16
+
+    events = dflash.stream("/v1/chat/completions", dict(body, stream=True, stream_options={"include_usage": True}))
+    assert events[-1] == "[DONE]"
+    assert all(e["object"] == "chat.completion.chunk" for e in events[:-1])
+    content = "".join(e["choices"][0]["delta"].get("content") or "" for e in events[:-1] if e["choices"])
+    assert content == out["choices"][0]["message"]["content"]
+    assert events[-2]["usage"]["completion_tokens"] == 16
+
+
+def test_completions(dflash):
+    body = {"model": "Qwen/Qwen3.6-27B", "prompt": "Once upon a time", "max_tokens": 12}
+    status, raw = dflash.post("/v1/completions", body)
+    assert status == 200
+    out = json.loads(raw)
+    assert out["object"] == "text_completion"
+    assert out["usage"]["completion_tokens"] == 12
+    events = dflash.stream("/v1/completions", dict(body, stream=True))
+    assert events[-1] == "[DONE]"
+    assert "".join(e["choices"][0]["text"] for e in events[:-1]) == out["choices"][0]["text"]
+
+
+def test_metrics(dflash):
+    with urllib.request.urlopen(dflash.base + "/metrics", timeout=DEADLINE_S) as resp:
+        text = resp.read().decode()
+    for name in ("sglang:spec_accept_length", "sglang:num_running_reqs", "sglang:gen_throughput",
+                 "sglang:prompt_tokens_total", "sglang:generation_tokens_total"):
+        assert "\n" + name + "{" in "\n" + text
+    assert "# TYPE sglang:generation_tokens_total counter" in text
+
+
+def test_bad_requests_get_400(dflash):
+    status, raw = dflash.post("/generate", {"sampling_params": {"max_new_tokens": 4}})
+    assert status == 400 and "error" in json.loads(raw)
+    status, raw = dflash.post("/generate", {"input_ids": [1] * 10, "sampling_params": {"max_new_tokens": 10 ** 7}})
+    assert status == 400 and "context length" in json.loads(raw)["error"]["message"]
+    assert dflash.status("/no_such_route") == 404
+
+
+def test_autoregressive_server_reports_no_accept_length(emulator):
+    emu = emulator(["--decode-log-interval", "1"])
+    emu.wait_ready()
+    status, raw = emu.post("/generate", {"text": "hi", "sampling_params": {"max_new_tokens": 16}})
+    meta = json.loads(raw)["meta_info"]
+    assert "spec_verify_ct" not in meta and "spec_accept_length" not in meta
+    info = emu.get_json("/server_info")
+    assert info["speculative_algorithm"] is None
+    assert "avg_spec_accept_length" not in info["internal_states"][0]
+
+
+def test_ddtree_budget_and_topk_come_from_flags_and_environment(emulator):
+    emu = emulator(["--speculative-algorithm", "DDTREE", "--speculative-draft-model-path", "z/dflash",
+                    "--speculative-ddtree-budget", "128", "--page-size", "1"],
+                   env={"SGLANG_DDTREE_MAX_TOPK": "8"})
+    emu.wait_ready()
+    info = emu.get_json("/server_info")
+    assert info["speculative_ddtree_budget"] == 128
+    assert info["speculative_ddtree_topk"] == 8
