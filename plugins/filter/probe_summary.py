@@ -1,0 +1,94 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, specdec.bench developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""probe_summary: the few lines a person reads about a host, from the facts that specdec.bench.probe set."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+name: probe_summary
+short_description: Summarize one host's probe facts
+version_added: 0.1.0
+author: specdec.bench developers (!UNKNOWN)
+description:
+  - Reduces the facts set by M(specdec.bench.probe) (C(nvidia_gpus), C(nvidia_driver), C(systemd_units),
+    C(specdec_host)) to what decides a benchmark plan, per GPU who holds it and with how much memory.
+  - Pure function of its input; missing facts give empty or null entries.
+options:
+  _input:
+    description: The host's C(ansible_facts).
+    type: dict
+    required: true
+  host:
+    description: The name the summary carries (usually C(inventory_hostname)).
+    type: str
+    required: true
+"""
+
+EXAMPLES = r"""
+- name: Summarize the host
+  ansible.builtin.set_fact:
+    probe_summary: "{{ ansible_facts | specdec.bench.probe_summary(inventory_hostname) }}"
+"""
+
+RETURN = r"""
+_value:
+  description: >-
+    C(host), C(os), C(container), C(cpu_count), C(memory_total_bytes), C(driver), C(cuda), C(gpus) (index, uuid,
+    name, compute capability, memory used/total MiB, C(holders) with pid, unit and MiB, unexplained MiB, NVLink peers),
+    C(units) (name to load, active and sub state, main pid), C(disks), C(listening_ports), C(toolchain), C(python_envs).
+  type: dict
+"""
+
+
+def _gpu(gpu):
+    return {
+        'index': gpu.get('index'),
+        'uuid': gpu.get('uuid'),
+        'name': gpu.get('name'),
+        'compute_capability': gpu.get('compute_capability'),
+        'memory_used_mib': gpu.get('memory_used_mib'),
+        'memory_total_mib': gpu.get('memory_total_mib'),
+        'holders': [
+            {'pid': p.get('pid'), 'unit': p.get('unit'), 'used_memory_mib': p.get('used_memory_mib')}
+            for p in gpu.get('processes') or []
+        ],
+        'unexplained_memory_mib': gpu.get('unexplained_memory_mib'),
+        'nvlink_peers': sorted(link.get('index') for link in gpu.get('nvlink') or []),
+    }
+
+
+def probe_summary(facts, host):
+    facts = facts or {}
+    node = facts.get('specdec_host') or {}
+    driver = facts.get('nvidia_driver') or {}
+    container = node.get('container') or {}
+    return {
+        'host': host,
+        'os': (node.get('os') or {}).get('pretty_name'),
+        'container': container.get('type') if container.get('detected') else None,
+        'cpu_count': (node.get('cpu') or {}).get('count'),
+        'memory_total_bytes': (node.get('memory') or {}).get('total_bytes'),
+        'driver': driver.get('version'),
+        'cuda': driver.get('cuda_version'),
+        'gpus': [_gpu(gpu) for gpu in sorted(facts.get('nvidia_gpus') or [], key=lambda g: g.get('index'))],
+        'units': {
+            name: {key: unit.get(key) for key in ('load_state', 'active_state', 'sub_state', 'main_pid')}
+            for name, unit in sorted((facts.get('systemd_units') or {}).items())
+        },
+        'disks': {
+            path: {key: disk.get(key) for key in ('exists', 'checked_path', 'mount_point', 'free_bytes', 'total_bytes')}
+            for path, disk in sorted((node.get('disk') or {}).items())
+        },
+        'listening_ports': sorted(set(p.get('port') for p in node.get('listening_ports') or [])),
+        'toolchain': {name: tool.get('version') for name, tool in sorted((node.get('toolchain') or {}).items())},
+        'python_envs': {
+            path: env.get('packages') for path, env in sorted((node.get('python_envs') or {}).items())
+        },
+    }
+
+
+class FilterModule:
+    def filters(self):
+        return {'probe_summary': probe_summary}

@@ -1,0 +1,326 @@
+"""A continuous-batching scheduler that spends modelled time instead of GPU time.
+
+One ``Engine`` per data-parallel rank, each a thread. Like SGLang's scheduler it runs a prefill
+batch whenever requests wait, else one decode (verify) step for every running request; a step's
+duration comes from ``_sim_model`` for the batch it actually holds, so concurrency, TP and the
+speculative method shape latency and throughput the way they do on a GPU.
+"""
+
+from __future__ import annotations
+
+import collections
+import threading
+import time
+from typing import Callable, List, Optional
+
+from . import _sim_model as model
+
+WORDS = (
+    "the of and to in is that for it as was with be by on not he this are or his from at which "
+    "but have an they you were her she there one all we their been has when who will more no if "
+    "out so said what up its about into than them can only other new some could time these two "
+    "may then do first any my now such like our over man me even most made after also did many "
+    "before must through back years where much your way well down should because each just those "
+    "people how too little state good very make world still own see men work long get here "
+    "between both life being under never day same another know while last might us great old "
+    "year off come since against go came right used take three"
+).split()
+
+
+def detokenize(ids) -> str:
+    """Text for output token ids: each id is one word, so text grows with the ids (prefix-stable)."""
+    return "".join(" " + WORDS[token % len(WORDS)] for token in ids)
+
+
+class GenRequest:
+    """One sequence being generated; the engine appends to it, an HTTP thread reads it."""
+
+    def __init__(self, rid: str, prompt_tokens: int, max_new_tokens: int, seed: int,
+                 workload: model.Workload, sink, index: int = 0, stream: bool = False,
+                 crash_trigger: bool = False, internal: bool = False):
+        self.rid = rid
+        self.prompt_tokens = prompt_tokens
+        self.max_new_tokens = max(0, int(max_new_tokens))
+        self.sampler = model.AcceptanceSampler(workload, seed)
+        self.planned_ids = model.token_ids(seed, self.max_new_tokens)
+        self.output_ids: List[int] = []
+        self.verify_ct = 0
+        self.sink = sink
+        self.index = index
+        self.stream = stream
+        self.crash_trigger = crash_trigger
+        self.internal = internal
+        self.aborted = False
+        self.finished = False
+        self.created = time.time()
+        self.started = time.perf_counter()
+        self.finished_at: Optional[float] = None
+        self.dp_rank = 0
+
+    @property
+    def completion_tokens(self) -> int:
+        return len(self.output_ids)
+
+    def emit(self, count: int) -> None:
+        take = min(count, self.max_new_tokens - len(self.output_ids))
+        self.output_ids.extend(self.planned_ids[len(self.output_ids):len(self.output_ids) + take])
+        if len(self.output_ids) >= self.max_new_tokens:
+            self.finished = True
+            self.finished_at = time.perf_counter()
+        self.sink.put((self.index, len(self.output_ids), self.verify_ct, self.finished))
+
+    def meta_info(self, final: bool, spec: bool, weight_version: str = "default") -> dict:
+        meta = {
+            "id": self.rid,
+            "finish_reason": {"type": "length", "length": self.max_new_tokens} if final else None,
+            "prompt_tokens": self.prompt_tokens,
+            "weight_version": weight_version,
+            "num_retractions": 0,
+            "reasoning_tokens": 0,
+            "completion_tokens": self.completion_tokens,
+            "cached_tokens": 0,
+        }
+        if final:
+            meta["e2e_latency"] = (self.finished_at or time.perf_counter()) - self.started
+            if spec and self.verify_ct > 0:
+                meta["spec_accept_length"] = self.completion_tokens / self.verify_ct
+                meta["spec_verify_ct"] = self.verify_ct
+        return meta
+
+
+class EngineStats:
+    """Counters an engine keeps for /server_info and /metrics (guarded by the engine's lock)."""
+
+    def __init__(self):
+        self.prompt_tokens_total = 0
+        self.generation_tokens_total = 0
+        self.num_requests_total = 0
+        self.spec_verify_calls_total = 0
+        self.forward_ct_decode = 0
+        # One decode-log window, folded into the lifetime totals at each window's end, as SGLang does.
+        self.window_generated = 0
+        self.window_started = time.perf_counter()
+        self.window_accept_tokens = 0
+        self.window_forward_ct = 0
+        self.spec_total_accept_tokens = 0
+        self.spec_total_forward_ct = 0
+        self.last_gen_throughput = 0.0
+        self.last_accept_length = 0.0
+
+
+class Engine:
+    """The scheduler of one DP rank."""
+
+    def __init__(self, hw: model.Hardware, wl: model.Workload, log: Callable[[str], None],
+                 time_scale: float = 1.0, max_running_requests: int = 256,
+                 chunked_prefill_size: int = 8192, decode_log_interval: int = 40,
+                 max_total_num_tokens: int = 1 << 20, dp_rank: int = 0,
+                 on_crash: Optional[Callable[[], None]] = None,
+                 on_busy: Optional[Callable[[int, bool], None]] = None):
+        self.hw = hw
+        self.wl = wl
+        self.log = log
+        self.time_scale = max(0.0, time_scale)
+        self.max_running_requests = max(1, max_running_requests)
+        self.chunked_prefill_size = max(1, chunked_prefill_size)
+        self.decode_log_interval = max(1, decode_log_interval)
+        self.max_total_num_tokens = max(1, max_total_num_tokens)
+        self.dp_rank = dp_rank
+        self.on_crash = on_crash
+        self.on_busy = on_busy
+        self.spec = wl.method != model.AUTOREGRESSIVE
+        self.cond = threading.Condition()
+        self.waiting: "collections.deque[GenRequest]" = collections.deque()
+        self.running: List[GenRequest] = []
+        self.stats = EngineStats()
+        self._clock: Optional[float] = None
+        self._thread = threading.Thread(target=self._loop, name="scheduler-dp%d" % dp_rank, daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    # ------------------------------------------------------------------ API for the HTTP side
+
+    def submit(self, req: GenRequest) -> None:
+        req.dp_rank = self.dp_rank
+        with self.cond:
+            self.waiting.append(req)
+            self.cond.notify()
+
+    def abort(self, req: GenRequest) -> None:
+        with self.cond:
+            req.aborted = True
+
+    def load(self) -> int:
+        with self.cond:
+            return len(self.waiting) + len(self.running)
+
+    def counts(self):
+        with self.cond:
+            return len(self.running), len(self.waiting)
+
+    def flush_cache(self) -> bool:
+        """Reset the cumulative acceptance statistics; refused while requests are in flight."""
+        with self.cond:
+            if self.waiting or self.running:
+                self.log("Cache not flushed because there are pending requests. #queue-req: %d, "
+                         "#running-req: %d" % (len(self.waiting), len(self.running)), warning=True)
+                return False
+            stats = self.stats
+            stats.forward_ct_decode = stats.window_generated = 0
+            stats.window_accept_tokens = stats.window_forward_ct = 0
+            stats.spec_total_accept_tokens = stats.spec_total_forward_ct = 0
+            self.log("Cache flushed successfully!")
+            return True
+
+    def avg_spec_accept_length(self) -> Optional[float]:
+        with self.cond:
+            if not self.spec or self.stats.spec_total_forward_ct <= 0:
+                return None
+            return self.stats.spec_total_accept_tokens / self.stats.spec_total_forward_ct
+
+    # ------------------------------------------------------------------ the scheduler loop
+
+    def _spend(self, ms: float) -> None:
+        """Let ``ms`` of modelled GPU time pass (scaled), without drifting over many steps."""
+        if self.time_scale <= 0:
+            return
+        now = time.perf_counter()
+        if self._clock is None or self._clock < now - 0.05:
+            self._clock = now
+        self._clock += ms / 1000.0 * self.time_scale
+        delay = self._clock - time.perf_counter()
+        if delay > 0:
+            time.sleep(delay)
+
+    def _loop(self) -> None:
+        while True:
+            with self.cond:
+                idle = not self.waiting and not self.running
+            if idle and self.on_busy is not None:
+                self.on_busy(self.dp_rank, False)
+            with self.cond:
+                while not self.waiting and not self.running:
+                    self._clock = None
+                    self.cond.wait()
+            if idle and self.on_busy is not None:
+                self.on_busy(self.dp_rank, True)
+            with self.cond:
+                self._drop_aborted()
+                batch = self._take_prefill_batch()
+                running = list(self.running)
+                queued = len(self.waiting)
+            if batch:
+                self._prefill(batch, len(running), queued)
+            elif running:
+                self._decode(running, queued)
+
+    def _drop_aborted(self) -> None:
+        self.waiting = collections.deque(r for r in self.waiting if not r.aborted)
+        self.running = [r for r in self.running if not r.aborted and not r.finished]
+
+    def _take_prefill_batch(self) -> List[GenRequest]:
+        batch: List[GenRequest] = []
+        tokens = 0
+        while self.waiting and len(self.running) + len(batch) < self.max_running_requests:
+            nxt = self.waiting[0]
+            if batch and tokens + nxt.prompt_tokens > self.chunked_prefill_size:
+                break
+            batch.append(self.waiting.popleft())
+            tokens += nxt.prompt_tokens
+        return batch
+
+    def _prefill(self, batch: List[GenRequest], num_running: int, queued: int) -> None:
+        new_tokens = sum(r.prompt_tokens for r in batch)
+        if not all(r.internal for r in batch):
+            self.log("Prefill batch, #new-seq: %d, #new-token: %d, #cached-token: 0, token usage: %.2f, "
+                     "#running-req: %d, #queue-req: %d"
+                     % (len(batch), new_tokens, self._token_usage(), num_running, queued))
+        self._spend(model.prefill_ms(self.hw, self.wl, new_tokens))
+        if any(r.crash_trigger and r.max_new_tokens <= 1 for r in batch):
+            self._crash()  # nothing left to stream: die before the only token
+        with self.cond:
+            for req in batch:
+                if not req.internal:
+                    self.stats.prompt_tokens_total += req.prompt_tokens
+                if req.aborted:
+                    continue
+                if req.max_new_tokens > 0:
+                    req.emit(1)  # the prefill samples the first token
+                    self._count_generated(req, 1)
+                else:
+                    req.finished = True
+                    req.finished_at = time.perf_counter()
+                    req.sink.put((req.index, 0, 0, True))
+                if req.finished:
+                    self._finish(req)
+                else:
+                    self.running.append(req)
+
+    def _decode(self, running: List[GenRequest], queued: int) -> None:
+        context = sum(r.prompt_tokens + r.completion_tokens for r in running)
+        self._spend(model.decode_step_ms(self.hw, self.wl, len(running), context))
+        if any(r.crash_trigger for r in running):
+            self._crash()
+        accepted_total = 0
+        with self.cond:
+            for req in running:
+                if req.aborted or req.finished:
+                    continue
+                before = req.completion_tokens
+                req.verify_ct += 1
+                req.emit(req.sampler.next())
+                gained = req.completion_tokens - before
+                accepted_total += gained
+                self._count_generated(req, gained)
+                if req.finished:
+                    self._finish(req)
+            self.running = [r for r in self.running if not r.finished and not r.aborted]
+            stats = self.stats
+            stats.forward_ct_decode += 1
+            if self.spec:
+                stats.window_accept_tokens += accepted_total
+                stats.window_forward_ct += len(running)
+                stats.spec_verify_calls_total += len(running)
+            if stats.forward_ct_decode % self.decode_log_interval == 0:
+                self._log_decode_window(len(running), context, queued)
+
+    def _count_generated(self, req: GenRequest, count: int) -> None:
+        if not req.internal:
+            self.stats.generation_tokens_total += count
+        self.stats.window_generated += count
+
+    def _finish(self, req: GenRequest) -> None:
+        if not req.internal:
+            self.stats.num_requests_total += 1
+
+    def _log_decode_window(self, num_running: int, context: int, queued: int) -> None:
+        stats = self.stats
+        now = time.perf_counter()
+        stats.last_gen_throughput = stats.window_generated / max(now - stats.window_started, 1e-9)
+        stats.window_generated = 0
+        stats.window_started = now
+        msg = "Decode batch, #running-req: %d, #token: %d, token usage: %.2f, " % (
+            num_running, context, self._token_usage(context))
+        if self.spec and stats.window_forward_ct > 0:
+            accept_len = stats.window_accept_tokens / stats.window_forward_ct
+            draft_per_round = max(1, self.wl.num_draft_tokens - 1)
+            accept_rate = (stats.window_accept_tokens - stats.window_forward_ct) / (
+                stats.window_forward_ct * draft_per_round)
+            stats.last_accept_length = accept_len
+            stats.spec_total_accept_tokens += stats.window_accept_tokens
+            stats.spec_total_forward_ct += stats.window_forward_ct
+            stats.window_accept_tokens = stats.window_forward_ct = 0
+            msg += "accept len: %.2f, accept rate: %.2f, " % (accept_len, accept_rate)
+        msg += "cuda graph: %s, gen throughput (token/s): %.2f, #queue-req: %d" % (
+            self.wl.cuda_graph, stats.last_gen_throughput, queued)
+        self.log(msg)
+
+    def _token_usage(self, context: Optional[int] = None) -> float:
+        if context is None:
+            context = sum(r.prompt_tokens + r.completion_tokens for r in self.running)
+        return context / self.max_total_num_tokens
+
+    def _crash(self) -> None:
+        if self.on_crash is not None:
+            self.on_crash()

@@ -1,0 +1,1105 @@
+"""The emulated server: arguments, start-up, GPU claim, and SGLang's HTTP API.
+
+Deliberate difference from SGLang: the HTTP port is bound at once and every route answers 503
+while the model "loads" (SGLang binds only after loading, so a client sees "connection refused"
+there instead). Either way a client waits for ``/health_generate`` to answer 200.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import math
+import os
+import queue
+import signal
+import socket
+import sys
+import threading
+import time
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Dict, List, Optional
+from urllib.parse import parse_qs, urlsplit
+
+from . import __version__
+from . import _sim_gpu as gpu
+from . import _sim_model as model
+from ._sim_engine import Engine, GenRequest, detokenize
+
+SPEC_NEEDS_DRAFT = ("DFLASH", "DDTREE", "EAGLE", "EAGLE3", "STANDALONE", "DSPARK")
+DEFAULT_MAX_NEW_TOKENS = 128
+HEALTH_CHECK_TIMEOUT = float(os.environ.get("SGLANG_HEALTH_CHECK_TIMEOUT", "20"))
+
+
+class StartupError(Exception):
+    """A start-up failure: logged as SGLang would, then the process exits 1."""
+
+    def __init__(self, lines: List[str]):
+        super().__init__(lines[-1])
+        self.lines = lines
+
+
+# ---------------------------------------------------------------------------------------------
+# Arguments
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m sglang.launch_server", allow_abbrev=False)
+    add = p.add_argument
+    add("--model-path", "--model", dest="model_path", required=True)
+    add("--tokenizer-path", default=None)
+    add("--tokenizer-mode", default="auto")
+    add("--skip-tokenizer-init", action="store_true")
+    add("--load-format", default="auto")
+    add("--trust-remote-code", action="store_true")
+    add("--context-length", type=int, default=None)
+    add("--dtype", default="auto")
+    add("--kv-cache-dtype", default="auto")
+    add("--served-model-name", default=None)
+    add("--revision", default=None)
+    add("--host", default="127.0.0.1")
+    add("--port", type=int, default=30000)
+    add("--mem-fraction-static", type=float, default=None)
+    add("--max-running-requests", type=int, default=None)
+    add("--max-total-tokens", type=int, default=None)
+    add("--chunked-prefill-size", type=int, default=None)
+    add("--max-prefill-tokens", type=int, default=16384)
+    add("--schedule-policy", default="fcfs")
+    add("--page-size", type=int, default=None)
+    add("--tp-size", "--tensor-parallel-size", "--tp", dest="tp_size", type=int, default=1)
+    add("--dp-size", "--data-parallel-size", "--dp", dest="dp_size", type=int, default=1)
+    add("--pp-size", "--pipeline-parallel-size", dest="pp_size", type=int, default=1)
+    add("--ep-size", "--expert-parallel-size", dest="ep_size", type=int, default=1)
+    add("--base-gpu-id", type=int, default=0)
+    add("--load-balance-method", default="round_robin")
+    add("--random-seed", type=int, default=None)
+    add("--log-level", default="info")
+    add("--log-level-http", default=None)
+    add("--log-requests", action="store_true")
+    add("--decode-log-interval", type=int, default=40)
+    add("--enable-metrics", action="store_true")
+    add("--api-key", default=None)
+    add("--attention-backend", default=None)
+    add("--disable-cuda-graph", action="store_true")
+    add("--cuda-graph-max-bs", type=int, default=None)
+    add("--disable-radix-cache", action="store_true")
+    add("--enable-torch-compile", action="store_true")
+    add("--watchdog-timeout", type=float, default=300)
+    add("--mamba-scheduler-strategy", default="auto")
+    add("--speculative-algorithm", default=None)
+    add("--speculative-draft-model-path", "--speculative-draft-model", dest="speculative_draft_model_path",
+        default=None)
+    add("--speculative-num-steps", type=int, default=None)
+    add("--speculative-eagle-topk", type=int, default=None)
+    add("--speculative-num-draft-tokens", type=int, default=None)
+    add("--speculative-dflash-block-size", type=int, default=None)
+    add("--speculative-ddtree-budget", type=int, default=None)
+    add("--speculative-ddtree-topk", type=int, default=None)
+    add("--speculative-dflash-enable-ddtree", action="store_true")
+    add("--speculative-attention-mode", default="prefill")
+    return p
+
+
+def _env_float(name: str, default: Optional[float]) -> Optional[float]:
+    value = os.environ.get(name, "").strip()
+    if not value:
+        return default
+    try:
+        return float(value)
+    except ValueError:
+        return default
+
+
+def _read_json(path: str) -> Optional[dict]:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            data = json.load(handle)
+        return data if isinstance(data, dict) else None
+    except (OSError, ValueError):
+        return None
+
+
+def weights_bytes(path: Optional[str]) -> Optional[float]:
+    """Weights size from the checkpoint's safetensors index, as a real loader would see it."""
+    if not path:
+        return None
+    index = _read_json(os.path.join(path, "model.safetensors.index.json")) or {}
+    total = (index.get("metadata") or {}).get("total_size")
+    try:
+        return float(total) if total else None
+    except (TypeError, ValueError):
+        return None
+
+
+def resolve(ns: argparse.Namespace) -> dict:
+    """The server arguments with SGLang's defaults resolved (what /server_info reports)."""
+    args = dict(vars(ns))
+    args["tokenizer_path"] = args["tokenizer_path"] or args["model_path"]
+    args["served_model_name"] = args["served_model_name"] or args["model_path"]
+    if args["mem_fraction_static"] is None:
+        args["mem_fraction_static"] = 0.88
+    if args["chunked_prefill_size"] is None:
+        args["chunked_prefill_size"] = 8192
+    if args["random_seed"] is None:
+        args["random_seed"] = 0
+    algo = args["speculative_algorithm"]
+    if algo is not None and algo.strip().upper() in ("", "NONE", "NULL"):
+        algo = None
+    args["speculative_algorithm"] = algo.upper() if algo else None
+    method = model.normalize_method(algo, args["speculative_dflash_enable_ddtree"])
+    if method in ("DFLASH", "DDTREE"):
+        block = args["speculative_dflash_block_size"] or args["speculative_num_draft_tokens"] or 16
+        args["speculative_num_draft_tokens"] = block
+        args["speculative_dflash_block_size"] = block
+        args["speculative_num_steps"] = args["speculative_num_steps"] or block - 1
+        args["speculative_eagle_topk"] = args["speculative_eagle_topk"] or 1
+    elif method in ("EAGLE", "EAGLE3", "NEXTN", "STANDALONE"):
+        args["speculative_num_steps"] = args["speculative_num_steps"] or 3
+        args["speculative_eagle_topk"] = args["speculative_eagle_topk"] or 1
+        args["speculative_num_draft_tokens"] = (
+            args["speculative_num_draft_tokens"] or args["speculative_num_steps"] + 1)
+    elif method != model.AUTOREGRESSIVE:
+        args["speculative_num_draft_tokens"] = args["speculative_num_draft_tokens"] or 8
+    if method == "DDTREE":
+        args["speculative_ddtree_budget"] = args["speculative_ddtree_budget"] or 64
+        env_topk = os.environ.get("SGLANG_DDTREE_MAX_TOPK", "").strip()
+        args["speculative_ddtree_topk"] = args["speculative_ddtree_topk"] or (int(env_topk) if env_topk.isdigit() else 4)
+    if args["page_size"] is None:
+        args["page_size"] = 1
+    args["device"] = "cuda"
+    return args
+
+
+# ---------------------------------------------------------------------------------------------
+# Logging: SGLang's "[date time TP0] message" lines and uvicorn's "INFO:     ..." lines, on stdout
+
+
+class Log:
+    def __init__(self, level: str = "info"):
+        self.lock = threading.Lock()
+        self.quiet = level.lower() in ("warning", "error", "critical")
+
+    def _write(self, line: str) -> None:
+        with self.lock:
+            sys.stdout.write(line + "\n")
+            sys.stdout.flush()
+
+    def __call__(self, message: str, rank: Optional[str] = None, warning: bool = False) -> None:
+        if self.quiet and not warning:
+            return
+        stamp = time.strftime("%Y-%m-%d %H:%M:%S")
+        prefix = "[%s %s]" % (stamp, rank) if rank else "[%s]" % stamp
+        for i, line in enumerate(message.splitlines() or [""]):
+            self._write("%s %s" % (prefix, line) if i == 0 else line)
+
+    def error(self, message: str, rank: Optional[str] = None) -> None:
+        self(message, rank, warning=True)
+
+    def uvicorn(self, message: str, level: str = "INFO") -> None:
+        if self.quiet and level == "INFO":
+            return
+        self._write("%s %s" % ((level + ":").ljust(9), message))
+
+
+# ---------------------------------------------------------------------------------------------
+# The server's state
+
+
+class SimServer:
+    def __init__(self, args: dict, unknown: List[str], log: Log):
+        self.args = args
+        self.unknown = unknown
+        self.log = log
+        self.state = "loading"  # loading -> ready -> shutting_down
+        self.startup_time = time.time()
+        self.engines: List[Engine] = []
+        self.rr = itertools.count()
+        self.gen_count = 0
+        self.gen_lock = threading.Lock()
+        self.fault = os.environ.get("SIM_SGLANG_FAULT", "").strip().lower()
+        self.crash_after = int(_env_float("SIM_SGLANG_CRASH_AFTER", 3) or 0)
+        self.time_scale = _env_float("SIM_SGLANG_TIME_SCALE", 1.0) or 0.0
+        self.stop = threading.Event()
+        self.claimed = False
+        self.claim_mib = 0
+        self.claim_gpus: Optional[List[str]] = None
+        self.busy_lock = threading.Lock()
+        self.busy_ranks = set()
+        self.method = model.normalize_method(args["speculative_algorithm"], args["speculative_dflash_enable_ddtree"])
+        self.spec = self.method != model.AUTOREGRESSIVE
+        self.context_len = args["context_length"] or 131072
+        self.max_total_num_tokens = 0
+        self.workload: Optional[model.Workload] = None
+        self.hardware: Optional[model.Hardware] = None
+        self.weight_version = "default"
+
+    # ---- start-up ---------------------------------------------------------------------------
+
+    def server_args_repr(self) -> str:
+        return "ServerArgs(%s)" % ", ".join("%s=%r" % (k, v) for k, v in self.args.items())
+
+    def wait(self, seconds: float) -> None:
+        """Sleep through a loading phase; a stop request (SIGTERM) cuts it short."""
+        if self.stop.wait(max(0.0, seconds)):
+            raise SystemExit(0)
+
+    def load(self) -> None:
+        """Everything SGLang does between start and ready, with its log lines and failures."""
+        args, log = self.args, self.log
+        load_seconds = max(0.0, _env_float("SIM_SGLANG_LOAD_SECONDS", 2.0) or 0.0)
+        tp, dp = max(1, args["tp_size"]), max(1, args["dp_size"])
+        layout = gpu.load_layout()
+        visible = gpu.visible_gpus(layout, os.environ.get("CUDA_VISIBLE_DEVICES"))
+        needed = tp * dp * max(1, args["pp_size"])
+        self._check_model_paths()
+        self.wait(load_seconds * 0.05)
+        if visible is not None and len(visible) < needed + args["base_gpu_id"]:
+            raise StartupError(_traceback(
+                "torch.AcceleratorError: CUDA error: invalid device ordinal",
+                "init_torch_distributed",
+                note="tp_size=%d x dp_size=%d needs %d GPUs but CUDA_VISIBLE_DEVICES=%r exposes %d."
+                % (tp, dp, needed, os.environ.get("CUDA_VISIBLE_DEVICES"), len(visible))))
+        gpus = (visible or [])[args["base_gpu_id"]:args["base_gpu_id"] + needed]
+        total_mib = min((g.memory_total_mib for g in gpus), default=gpu.DEFAULT_MEMORY_TOTAL_MIB)
+        gpu_name = gpus[0].name if gpus else None
+
+        for rank in range(tp):
+            log("Init torch distributed begin.", "TP%d" % rank)
+        self.wait(load_seconds * 0.05)
+        log("Init torch distributed ends. mem usage=0.50 GB", "TP0")
+
+        model_bytes = (_env_float("SIM_SGLANG_MODEL_BYTES", None) or weights_bytes(args["model_path"])
+                       or model.guess_model_bytes(args["model_path"]))
+        draft_bytes = 0.0
+        if self.spec:
+            draft_bytes = (_env_float("SIM_SGLANG_DRAFT_BYTES", None)
+                           or weights_bytes(args["speculative_draft_model_path"])
+                           or max(1e9, 0.08 * model_bytes))
+        weights_mib = (model_bytes + draft_bytes) / tp / 2 ** 20
+        reported = gpu.free_mib_excluding(os.getpid()) if (
+            layout is not None and os.environ.get("SIM_SGLANG_CHECK_MEMORY", "1") != "0") else None
+        frees = [reported.get(g.uuid, g.memory_total_mib - g.memory_reserved_mib) if reported
+                 else g.memory_total_mib - g.memory_reserved_mib for g in gpus]
+        free_mib = min(frees, default=total_mib)
+        if len(frees) > 1 and free_mib < max(frees) * 0.9:
+            raise StartupError(_traceback(
+                "ValueError: The memory capacity is unbalanced. Some GPUs may be occupied by other processes. "
+                "min_per_gpu_memory=%.3f, local_gpu_memory=%.3f, local_gpu_memory * 0.9=%.3f"
+                % (free_mib / 1024, max(frees) / 1024, max(frees) * 0.9 / 1024), "init_torch_distributed"))
+        self.claim_gpus = [g.uuid or str(g.index) for g in gpus] or None
+        avail_gb = free_mib / 1024
+        log("Load weight begin. avail mem=%.2f GB" % avail_gb, "TP0")
+
+        if self.fault == "never_ready":
+            while True:
+                self.wait(3600)
+        if self.fault == "fail_start":
+            self.wait(load_seconds * 0.3)
+            raise StartupError(_oom_traceback(total_mib, free_mib, min(weights_mib * 0.4, free_mib)))
+        if weights_mib + 512 > free_mib:
+            self.wait(load_seconds * 0.3)
+            raise StartupError(_oom_traceback(total_mib, free_mib, max(0.0, free_mib - 120.0)))
+        self.wait(load_seconds * 0.5)
+        log("Load weight end. type=%s, dtype=torch.bfloat16, avail mem=%.2f GB, mem usage=%.2f GB."
+            % (_architecture(args["model_path"]), avail_gb - weights_mib / 1024, weights_mib / 1024), "TP0")
+
+        frac = args["mem_fraction_static"]
+        # SGLang sizes the KV pool after the target's weights, before the draft model loads.
+        rest_mib = free_mib - model_bytes / tp / 2 ** 20 - total_mib * (1 - frac)
+        if rest_mib <= 0:
+            raise StartupError(_traceback(
+                "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. "
+                "Current value: mem_fraction_static=%s" % frac, "init_memory_pool",
+                note="%.0f MiB of %d MiB free, %.0f MiB of weights per GPU." % (free_mib, total_mib, weights_mib)))
+        kv_bytes_per_token = _env_float("SIM_SGLANG_KV_BYTES_PER_TOKEN", 64 * 1024)
+        self.max_total_num_tokens = args["max_total_tokens"] or int(rest_mib * 2 ** 20 / (kv_bytes_per_token / tp))
+        log("KV Cache is allocated. #tokens: %d, K size: %.2f GB, V size: %.2f GB"
+            % (self.max_total_num_tokens, rest_mib / 2048, rest_mib / 2048), "TP0")
+        log("Memory pool end. avail mem=%.2f GB" % ((free_mib - weights_mib - rest_mib) / 1024), "TP0")
+
+        self.claim_mib = int(_env_float("SIM_GPU_MEMORY_MIB", None) or round(frac * total_mib))
+        gpu.write_claim(self.claim_mib, self.claim_gpus, utilization_pct=0)
+        self.claimed = True
+        claim_mib = self.claim_mib
+
+        self.hardware = model.hardware_for(
+            gpu_name,
+            hbm_gbps=_env_float("SIM_SGLANG_HBM_GBPS", None),
+            peak_tflops=_env_float("SIM_SGLANG_TFLOPS", None),
+            comm_ms_per_doubling=_env_float("SIM_SGLANG_COMM_MS", None),
+        )
+        self.workload = model.Workload(
+            model_bytes=model_bytes,
+            draft_bytes=draft_bytes or 4e9,
+            tp=tp,
+            method=self.method,
+            num_draft_tokens=args["speculative_num_draft_tokens"] or 1,
+            ddtree_budget=args["speculative_ddtree_budget"] or 64,
+            ddtree_topk=args["speculative_ddtree_topk"] or 4,
+            alpha=_env_float("SIM_SGLANG_ACCEPT_ALPHA", 0.72),
+            kv_bytes_per_token=kv_bytes_per_token,
+            cuda_graph=not args["disable_cuda_graph"],
+        )
+        if not args["disable_cuda_graph"]:
+            log("Capture cuda graph begin. This can take up to several minutes. avail mem=%.2f GB"
+                % ((free_mib - claim_mib) / 1024), "TP0")
+            self.wait(load_seconds * 0.3)
+            log("Capture cuda graph end. Time elapsed: %.2f s. mem usage=0.80 GB. avail mem=%.2f GB."
+                % (load_seconds * 0.3, (free_mib - claim_mib) / 1024 - 0.8), "TP0")
+        else:
+            self.wait(load_seconds * 0.3)
+        if self.method == "DDTREE" and args["page_size"] != 1:
+            log("DDTree tree verification expects --page-size 1 (got %d)." % args["page_size"], "TP0", warning=True)
+
+        max_running = args["max_running_requests"] or min(
+            max(int(self.max_total_num_tokens / self.context_len * 512), 2048), 4096)
+        log("max_total_num_tokens=%d, chunked_prefill_size=%d, max_prefill_tokens=%d, max_running_requests=%d, "
+            "context_len=%d, available_gpu_mem=%.2f GB"
+            % (self.max_total_num_tokens, args["chunked_prefill_size"], args["max_prefill_tokens"], max_running,
+               self.context_len, (free_mib - claim_mib) / 1024), "TP0")
+        self.args["max_running_requests"] = max_running
+        for rank in range(dp):
+            engine = Engine(self.hardware, self.workload, self._engine_log(rank, dp), self.time_scale,
+                            max_running_requests=max_running,
+                            chunked_prefill_size=args["chunked_prefill_size"],
+                            decode_log_interval=args["decode_log_interval"],
+                            max_total_num_tokens=self.max_total_num_tokens, dp_rank=rank,
+                            on_crash=self.crash, on_busy=self.set_busy)
+            engine.start()
+            self.engines.append(engine)
+
+    def _engine_log(self, rank: int, dp: int):
+        label = "DP%d TP0" % rank if dp > 1 else "TP0"
+
+        def log(message: str, warning: bool = False) -> None:
+            self.log(message, label, warning=warning)
+
+        return log
+
+    def _check_model_paths(self) -> None:
+        args = self.args
+        for flag, path in (("--model-path", args["model_path"]),
+                           ("--speculative-draft-model-path", args["speculative_draft_model_path"])):
+            # An absolute or relative path must exist; a hub id (org/name) is taken as downloadable.
+            if path and (path.startswith(("/", "./", "../", "~"))) and not os.path.isdir(os.path.expanduser(path)):
+                raise StartupError(_traceback(
+                    "OSError: %s is not a local folder and is not a valid model identifier listed on "
+                    "'https://huggingface.co/models'" % path, "get_config",
+                    note="%s %s does not exist." % (flag, path)))
+        if self.spec and self.method in SPEC_NEEDS_DRAFT and not args["speculative_draft_model_path"]:
+            raise StartupError(_traceback(
+                "ValueError: speculative_draft_model_path is required for speculative_algorithm=%s"
+                % args["speculative_algorithm"], "resolve_speculative"))
+        config = _read_json(os.path.join(args["model_path"], "config.json")) or {}
+        derived = config.get("max_position_embeddings") or (config.get("text_config") or {}).get("max_position_embeddings")
+        if derived and args["context_length"] and args["context_length"] > derived and \
+                os.environ.get("SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN", "") not in ("1", "true", "True"):
+            raise StartupError(_traceback(
+                "ValueError: User-specified context_length (%d) is greater than the derived context_length (%d). "
+                "This may lead to incorrect model outputs or CUDA errors. To allow overriding this maximum, "
+                "set the env var SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1"
+                % (args["context_length"], derived), "get_context_length"))
+        if not args["context_length"] and derived:
+            self.context_len = int(derived)
+
+    def warmup(self) -> None:
+        """SGLang's own warm-up request, then "ready"."""
+        self.log.uvicorn("Started server process [%d]" % os.getpid())
+        self.log.uvicorn("Waiting for application startup.")
+        self.log.uvicorn("Application startup complete.")
+        self.log.uvicorn("Uvicorn running on http://%s:%d (Press CTRL+C to quit)" % (
+            _url_host(self.args["host"]), self.args["port"]))
+        for engine in self.engines:
+            if not self.run_probe(engine, max_new_tokens=8):
+                raise StartupError(["Initialization failed. warmup error: timed out"])
+        self.log.uvicorn('127.0.0.1:%d - "POST /generate HTTP/1.1" 200 OK' % (40000 + os.getpid() % 20000))
+        self.state = "ready"
+        self.log("The server is fired up and ready to roll!")
+
+    def run_probe(self, engine: Engine, max_new_tokens: int = 1) -> bool:
+        sink: "queue.Queue" = queue.Queue()
+        req = GenRequest("HEALTH_CHECK_%s" % uuid.uuid4().hex, 1, max_new_tokens, 0, self.workload, sink,
+                         internal=True)
+        engine.submit(req)
+        deadline = time.monotonic() + HEALTH_CHECK_TIMEOUT
+        while True:
+            try:
+                if sink.get(timeout=max(0.01, deadline - time.monotonic()))[3]:
+                    return True
+            except queue.Empty:
+                engine.abort(req)
+                return False
+
+    # ---- faults and shutdown ----------------------------------------------------------------
+
+    def crash(self) -> None:
+        self.log.error(
+            "Scheduler hit an exception: Traceback (most recent call last):\n"
+            '  File "%s/srt/managers/scheduler.py", line 3121, in run_scheduler_process\n'
+            "    scheduler.event_loop_overlap()\n"
+            '  File "%s/srt/managers/scheduler.py", line 1217, in event_loop_overlap\n'
+            "    batch_result = self.run_batch(batch)\n"
+            "torch.AcceleratorError: CUDA error: an illegal memory access was encountered\n"
+            "CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace "
+            "below might be incorrect." % (_pkg_dir(), _pkg_dir()), "TP0")
+        self.log.error("Received sigquit from a child process. It usually means the child failed.")
+        os._exit(1)
+
+    def set_busy(self, dp_rank: int, busy: bool) -> None:
+        """Show the GPUs busy in nvidia-smi while any rank computes (rewrites the claim)."""
+        with self.busy_lock:
+            if busy:
+                self.busy_ranks.add(dp_rank)
+            else:
+                self.busy_ranks.discard(dp_rank)
+            if self.claimed and self.state != "shutting_down":
+                gpu.write_claim(self.claim_mib, self.claim_gpus, utilization_pct=97 if self.busy_ranks else 0)
+
+    def note_generate(self) -> bool:
+        """Count a client generate request; True when it is the one the crash fault kills."""
+        with self.gen_lock:
+            self.gen_count += 1
+            return self.fault == "crash" and self.gen_count == self.crash_after + 1
+
+    def pick_engine(self) -> Engine:
+        if self.args["load_balance_method"] == "shortest_queue":
+            return min(self.engines, key=lambda e: e.load())
+        return self.engines[next(self.rr) % len(self.engines)]
+
+    def shutdown_cleanup(self) -> None:
+        with self.busy_lock:
+            if self.claimed:
+                gpu.remove_claim()
+                self.claimed = False
+
+    # ---- what the endpoints report ----------------------------------------------------------
+
+    def avg_accept_length(self, engine: Engine) -> Optional[float]:
+        return engine.avg_spec_accept_length()
+
+    def internal_states(self) -> List[dict]:
+        states = []
+        for engine in self.engines:
+            state = dict(self.args)
+            state.update({
+                "world_size": self.args["tp_size"],
+                "startup_time": self.startup_time,
+                "effective_max_running_requests_per_dp": engine.max_running_requests,
+                "last_gen_throughput": engine.stats.last_gen_throughput,
+                "memory_usage": {
+                    "weight": round((self.workload.model_bytes + (self.workload.draft_bytes if self.spec else 0))
+                                    / self.args["tp_size"] / 2 ** 30, 2),
+                    "kv_cache": round(self.max_total_num_tokens * self.workload.kv_bytes_per_token
+                                      / self.args["tp_size"] / 2 ** 30, 2),
+                    "token_capacity": self.max_total_num_tokens,
+                },
+            })
+            accept = engine.avg_spec_accept_length()
+            if accept is not None:
+                state["avg_spec_accept_length"] = accept
+            states.append(state)
+        return states
+
+    def server_info(self) -> dict:
+        info = dict(self.args)
+        info.update({
+            "launch_command": " ".join(["python3", "-m", "sglang.launch_server"] + sys.argv[1:]),
+            "max_total_num_tokens": self.max_total_num_tokens,
+            "max_req_input_len": self.context_len - 1,
+            "status": "ready",
+            "startup_time": self.startup_time,
+            "internal_states": self.internal_states(),
+            "version": __version__,
+            "frontend": "python",
+        })
+        return info
+
+    def model_info(self) -> dict:
+        return {
+            "model_path": self.args["model_path"],
+            "served_model_name": self.args["served_model_name"],
+            "tokenizer_path": self.args["tokenizer_path"],
+            "is_generation": True,
+            "preferred_sampling_params": None,
+            "weight_version": self.weight_version,
+            "load_format": self.args["load_format"],
+            "reasoning_parser": None,
+            "tool_call_parser": None,
+            "disaggregation_mode": "null",
+            "has_image_understanding": False,
+            "has_audio_understanding": False,
+            "model_type": None,
+            "architectures": [_architecture(self.args["model_path"])],
+        }
+
+    def metrics_text(self) -> str:
+        labels = 'model_name="%s",engine_type="unified",tp_rank="0",pp_rank="0"' % self.args["served_model_name"]
+        running = sum(e.counts()[0] for e in self.engines)
+        queued = sum(e.counts()[1] for e in self.engines)
+        stats = [e.stats for e in self.engines]
+        accepts = [s.last_accept_length for s in stats if s.last_accept_length]
+        lines = []
+
+        def metric(name: str, kind: str, doc: str, value, extra: str = "") -> None:
+            lines.append("# HELP sglang:%s %s" % (name, doc))
+            lines.append("# TYPE sglang:%s %s" % (name, kind))
+            lab = labels + ("," + extra if extra else "")
+            lines.append("sglang:%s{%s} %s" % (name, lab, repr(float(value))))
+
+        metric("num_running_reqs", "gauge", "The number of running requests.", running)
+        metric("num_queue_reqs", "gauge", "The number of requests in the waiting queue.", queued)
+        metric("gen_throughput", "gauge", "The generation throughput (token/s).",
+               sum(s.last_gen_throughput for s in stats))
+        metric("token_usage", "gauge", "The token usage.", 0.0)
+        metric("cache_hit_rate", "gauge", "The prefix cache hit rate.", 0.0)
+        metric("spec_accept_length", "gauge", "The average acceptance length of speculative decoding.",
+               sum(accepts) / len(accepts) if accepts else 0.0)
+        metric("spec_num_draft_tokens", "gauge", "The number of draft tokens per verify.",
+               self.args["speculative_num_draft_tokens"] or 0)
+        metric("prompt_tokens_total", "counter", "Number of prefill tokens processed.",
+               sum(s.prompt_tokens_total for s in stats), 'is_streaming="all"')
+        metric("generation_tokens_total", "counter", "Number of generation tokens processed.",
+               sum(s.generation_tokens_total for s in stats), 'is_streaming="all"')
+        metric("num_requests_total", "counter", "Number of requests processed.",
+               sum(s.num_requests_total for s in stats), 'is_streaming="all"')
+        metric("spec_verify_calls_total", "counter", "Number of speculative verify calls.",
+               sum(s.spec_verify_calls_total for s in stats))
+        return "\n".join(lines) + "\n"
+
+
+# ---------------------------------------------------------------------------------------------
+# Error texts shaped like the real ones
+
+
+def _pkg_dir() -> str:
+    return "/usr/local/lib/python3.11/dist-packages/sglang"
+
+
+def _traceback(final: str, where: str, note: Optional[str] = None) -> List[str]:
+    lines = [
+        "Scheduler hit an exception: Traceback (most recent call last):",
+        '  File "%s/srt/managers/scheduler.py", line 3105, in run_scheduler_process' % _pkg_dir(),
+        "    scheduler = Scheduler(server_args, port_args, gpu_id, tp_rank, moe_ep_rank, pp_rank, dp_rank)",
+        '  File "%s/srt/model_executor/model_runner.py", line 412, in %s' % (_pkg_dir(), where),
+        final,
+    ]
+    if note:
+        lines.append("[sglang emulator] " + note)
+    return lines
+
+
+def _oom_traceback(total_mib: float, free_mib: float, allocated_mib: float) -> List[str]:
+    """CUDA OOM while loading weights: this process filled what was free, then asked for more."""
+    left = max(0.0, free_mib - allocated_mib)
+    return _traceback(
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
+        "%.2f GiB of which %.2f MiB is free. Including non-PyTorch memory, this process has %.2f GiB memory in use. "
+        "Of the allocated memory %.2f GiB is allocated by PyTorch, and 0.00 MiB is reserved by PyTorch but "
+        "unallocated." % (total_mib / 1024, left, allocated_mib / 1024, allocated_mib / 1024),
+        "load_model")
+
+
+def _architecture(model_path: str) -> str:
+    config = _read_json(os.path.join(model_path, "config.json")) or {}
+    archs = config.get("architectures")
+    if isinstance(archs, list) and archs:
+        return str(archs[0])
+    return "Qwen3NextForCausalLM" if "qwen3" in model_path.lower() else "LlamaForCausalLM"
+
+
+def _url_host(host: str) -> str:
+    return "[%s]" % host if ":" in host else host
+
+
+def approx_tokens(text: str) -> int:
+    """Prompt tokens for text: about four bytes per token, as BPE tokenizers give for English."""
+    return max(1, int(math.ceil(len(text.encode("utf-8")) / 4.0)))
+
+
+# ---------------------------------------------------------------------------------------------
+# HTTP
+
+
+class BadRequest(Exception):
+    pass
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "uvicorn"
+    sim: SimServer = None  # set by serve()
+
+    # -- plumbing --------------------------------------------------------------------------
+
+    def log_message(self, format, *args):  # noqa: A002 (BaseHTTPRequestHandler's signature)
+        pass
+
+    def log_request(self, code="-", size="-"):
+        try:
+            phrase = self.responses.get(int(code), ("",))[0]
+        except (TypeError, ValueError):
+            phrase = ""
+        self.sim.log.uvicorn('%s:%d - "%s %s %s" %s %s' % (
+            self.client_address[0], self.client_address[1], self.command, self.path,
+            self.request_version, code, phrase))
+
+    def _body(self) -> bytes:
+        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+            data = b""
+            while True:
+                size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+                if size == 0:
+                    self.rfile.readline()
+                    return data
+                data += self.rfile.read(size)
+                self.rfile.readline()
+        length = int(self.headers.get("Content-Length") or 0)
+        return self.rfile.read(length) if length > 0 else b""
+
+    def _json_body(self):
+        raw = self._body()
+        if not raw:
+            return {}
+        try:
+            return json.loads(raw)
+        except ValueError as exc:
+            raise BadRequest("Invalid JSON body: %s" % exc)
+
+    def _send(self, code: int, body: bytes, content_type: str) -> None:
+        self.send_response(code)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+    def _json(self, code: int, obj) -> None:
+        self._send(code, json.dumps(obj).encode("utf-8"), "application/json")
+
+    def _text(self, code: int, text: str, content_type: str = "text/plain; charset=utf-8") -> None:
+        self._send(code, text.encode("utf-8"), content_type)
+
+    def _empty(self, code: int) -> None:
+        self._send(code, b"", "text/plain; charset=utf-8")
+
+    def _error(self, message: str, code: int = 400) -> None:
+        self._json(code, {"error": {"message": message}})
+
+    def _start_stream(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream; charset=utf-8")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+
+    def _chunk(self, data: bytes) -> None:
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+        self.wfile.flush()
+
+    def _event(self, obj) -> None:
+        self._chunk(b"data: " + (obj if isinstance(obj, bytes) else json.dumps(obj).encode("utf-8")) + b"\n\n")
+
+    def _end_stream(self) -> None:
+        self._chunk(b"data: [DONE]\n\n")
+        self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()
+
+    # -- dispatch --------------------------------------------------------------------------
+
+    def do_GET(self):
+        self._dispatch()
+
+    def do_POST(self):
+        self._dispatch()
+
+    def do_PUT(self):
+        self._dispatch()
+
+    def do_HEAD(self):
+        self._dispatch()
+
+    ROUTES = {
+        "/health": ("health", ("GET", "HEAD")),
+        "/health_generate": ("health", ("GET", "HEAD")),
+        "/ready": ("ready", ("GET",)),
+        "/model_info": ("model_info", ("GET",)),
+        "/get_model_info": ("model_info", ("GET",)),
+        "/server_info": ("server_info", ("GET",)),
+        "/get_server_info": ("server_info", ("GET",)),
+        "/flush_cache": ("flush_cache", ("GET", "POST")),
+        "/v1/models": ("models", ("GET",)),
+        "/generate": ("generate", ("POST", "PUT")),
+        "/v1/completions": ("completions", ("POST",)),
+        "/v1/chat/completions": ("chat", ("POST",)),
+        "/metrics": ("metrics", ("GET",)),
+        "/version": ("version", ("GET",)),
+        "/get_load": ("get_load", ("GET",)),
+    }
+
+    def _dispatch(self):
+        parts = urlsplit(self.path)
+        self.query = parse_qs(parts.query)
+        route = self.ROUTES.get(parts.path.rstrip("/") or "/")
+        if route is None and parts.path.startswith("/v1/models/"):
+            route = ("model_card", ("GET",))
+        if route is None:
+            self._json(404, {"detail": "Not Found"})
+            return
+        name, methods = route
+        if self.command not in methods:
+            self._json(405, {"detail": "Method Not Allowed"})
+            return
+        sim = self.sim
+        if sim.state != "ready" and name not in ("version",):
+            self._body()
+            self._empty(503)
+            return
+        try:
+            getattr(self, "route_" + name)()
+        except BadRequest as exc:
+            self._error(str(exc))
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+
+    # -- routes ----------------------------------------------------------------------------
+
+    def route_health(self):
+        engine = self.sim.pick_engine()
+        self._empty(200 if self.sim.run_probe(engine) else 503)
+
+    def route_ready(self):
+        self._empty(200)
+
+    def route_version(self):
+        self._json(200, {"version": __version__})
+
+    def route_model_info(self):
+        if self.path.startswith("/get_model_info"):
+            self.sim.log("Endpoint '/get_model_info' is deprecated and will be removed in a future version. "
+                         "Please use '/model_info' instead.", warning=True)
+        self._json(200, self.sim.model_info())
+
+    def route_server_info(self):
+        if self.path.startswith("/get_server_info"):
+            self.sim.log("Endpoint '/get_server_info' is deprecated and will be removed in a future version. "
+                         "Please use '/server_info' instead.", warning=True)
+        self._json(200, self.sim.server_info())
+
+    def route_get_load(self):
+        self._json(200, [{"dp_rank": e.dp_rank, "num_reqs": e.load(), "num_waiting_reqs": e.counts()[1]}
+                         for e in self.sim.engines])
+
+    def route_flush_cache(self):
+        self._body()
+        try:
+            timeout = float((self.query.get("timeout") or ["0"])[0])
+        except ValueError:
+            timeout = 0.0
+        deadline = time.monotonic() + max(0.0, timeout)
+        while True:
+            if all(e.load() == 0 for e in self.sim.engines) or time.monotonic() >= deadline:
+                break
+            time.sleep(0.05)
+        ok = all([e.flush_cache() for e in self.sim.engines])
+        if ok:
+            self._text(200, "Cache flushed.\nPlease check backend logs for more details. (When there are running "
+                            "or waiting requests, the operation will not be performed.)\n")
+        else:
+            self._text(400, "Flush cache failed.\n")
+
+    def route_models(self):
+        name = self.sim.args["served_model_name"]
+        self._json(200, {"object": "list", "data": [self._card(name)]})
+
+    def route_model_card(self):
+        name = self.path.split("/v1/models/", 1)[1]
+        if name != self.sim.args["served_model_name"]:
+            self._json(404, {"error": {"message": "The model '%s' does not exist" % name,
+                                       "type": "invalid_request_error", "param": "model",
+                                       "code": "model_not_found"}})
+            return
+        self._json(200, self._card(name))
+
+    def _card(self, name: str) -> dict:
+        return {"id": name, "object": "model", "created": int(self.sim.startup_time), "owned_by": "sglang",
+                "root": name, "parent": None, "max_model_len": self.sim.context_len}
+
+    def route_metrics(self):
+        self._text(200, self.sim.metrics_text(), "text/plain; version=0.0.4; charset=utf-8")
+
+    # -- generation ------------------------------------------------------------------------
+
+    def _submit(self, prompt_tokens: List[int], max_tokens: List[int], seeds: List[int], rids: List[str],
+                stream: bool):
+        """Queue one request per prompt; returns (requests, sink)."""
+        sim = self.sim
+        for n, m in zip(prompt_tokens, max_tokens):
+            if m is not None and n + m > sim.context_len:
+                raise BadRequest(
+                    "Requested token count exceeds the model's maximum context length of %d tokens. You requested "
+                    "a total of %d tokens: %d tokens from the input messages and %d tokens for the completion. "
+                    "Please reduce the number of tokens in the input messages or the completion to fit within "
+                    "the limit." % (sim.context_len, n + m, n, m))
+            if n >= sim.context_len:
+                raise BadRequest("The input (%d tokens) is longer than the model's context length (%d tokens)."
+                                 % (n, sim.context_len))
+        sink: "queue.Queue" = queue.Queue()
+        reqs = []
+        for i, (n, m, seed, rid) in enumerate(zip(prompt_tokens, max_tokens, seeds, rids)):
+            trigger = sim.note_generate()
+            req = GenRequest(rid, n, DEFAULT_MAX_NEW_TOKENS if m is None else m, seed, sim.workload, sink,
+                             index=i, stream=stream, crash_trigger=trigger)
+            reqs.append(req)
+        for req in reqs:
+            sim.pick_engine().submit(req)
+        return reqs, sink
+
+    def _updates(self, reqs, sink):
+        """Yield (request, finished) as the engine makes progress, until all are finished."""
+        pending = {r.index for r in reqs}
+        while pending:
+            index, _count, _verify, finished = sink.get()
+            if finished:
+                pending.discard(index)
+            yield reqs[index], finished
+
+    def _abort(self, reqs) -> None:
+        for req in reqs:
+            for engine in self.sim.engines:
+                if engine.dp_rank == req.dp_rank:
+                    engine.abort(req)
+
+    def _native_output(self, req: GenRequest, final: bool, batch: bool) -> dict:
+        out = {"text": detokenize(req.output_ids), "output_ids": list(req.output_ids),
+               "meta_info": req.meta_info(final, self.sim.spec, self.sim.weight_version)}
+        if batch:
+            out["index"] = req.index
+        return out
+
+    def route_generate(self):
+        body = self._json_body()
+        if not isinstance(body, dict):
+            raise BadRequest("The request body must be a JSON object.")
+        text, input_ids = body.get("text"), body.get("input_ids")
+        if text is None and input_ids is None:
+            raise BadRequest("Either text, input_ids or input_embeds should be provided.")
+        if text is not None:
+            batch = isinstance(text, list)
+            prompts = text if batch else [text]
+            if not all(isinstance(t, str) for t in prompts):
+                raise BadRequest("text must be a string or a list of strings.")
+            counts = [approx_tokens(t) for t in prompts]
+        else:
+            if not isinstance(input_ids, list) or not input_ids:
+                raise BadRequest("input_ids must be a non-empty list.")
+            batch = isinstance(input_ids[0], list)
+            prompts = input_ids if batch else [input_ids]
+            counts = [len(ids) for ids in prompts]
+        params = body.get("sampling_params") or {}
+        params_list = params if isinstance(params, list) else [params] * len(prompts)
+        max_tokens = []
+        for p in params_list:
+            value = (p or {}).get("max_new_tokens", DEFAULT_MAX_NEW_TOKENS)
+            max_tokens.append(DEFAULT_MAX_NEW_TOKENS if value is None else int(value))
+        rid = body.get("rid")
+        rids = rid if isinstance(rid, list) else [rid] * len(prompts)
+        rids = [r or uuid.uuid4().hex for r in rids]
+        seeds = [model.request_seed(p, m) for p, m in zip(prompts, max_tokens)]
+        stream = bool(body.get("stream"))
+        reqs, sink = self._submit(counts, max_tokens, seeds, rids, stream)
+        if not stream:
+            for _ in self._updates(reqs, sink):
+                pass
+            outs = [self._native_output(r, True, False) for r in reqs]
+            self._json(200, outs if batch else outs[0])
+            return
+        self._start_stream()
+        try:
+            for req, finished in self._updates(reqs, sink):
+                self._event(self._native_output(req, finished, batch))
+            self._end_stream()
+        except (BrokenPipeError, ConnectionResetError):
+            self._abort(reqs)
+            self.close_connection = True
+
+    @staticmethod
+    def _usage(reqs) -> dict:
+        prompt = sum(r.prompt_tokens for r in reqs)
+        completion = sum(r.completion_tokens for r in reqs)
+        return {"prompt_tokens": prompt, "total_tokens": prompt + completion, "completion_tokens": completion,
+                "prompt_tokens_details": None, "reasoning_tokens": 0}
+
+    def _openai_common(self, body: dict, prompt_tokens: int, seed_source, default_max: int):
+        max_tokens = body.get("max_completion_tokens", body.get("max_tokens"))
+        max_tokens = default_max if max_tokens is None else int(max_tokens)
+        n = int(body.get("n") or 1)
+        seeds = [model.request_seed(seed_source, max_tokens, i) for i in range(n)]
+        rid = uuid.uuid4().hex
+        reqs, sink = self._submit([prompt_tokens] * n, [max_tokens] * n, seeds,
+                                  ["%s-%d" % (rid, i) if n > 1 else rid for i in range(n)], bool(body.get("stream")))
+        return rid, reqs, sink
+
+    def route_completions(self):
+        body = self._json_body()
+        prompt = body.get("prompt")
+        if prompt is None:
+            raise BadRequest("prompt is required.")
+        if isinstance(prompt, list) and prompt and isinstance(prompt[0], int):
+            count = len(prompt)
+        elif isinstance(prompt, list):
+            count = sum(approx_tokens(p) if isinstance(p, str) else len(p) for p in prompt)
+        else:
+            count = approx_tokens(str(prompt))
+        rid, reqs, sink = self._openai_common(body, count, prompt, 16)
+        model_name = body.get("model") or self.sim.args["served_model_name"]
+        created = int(time.time())
+        if not body.get("stream"):
+            for _ in self._updates(reqs, sink):
+                pass
+            self._json(200, {
+                "id": rid, "object": "text_completion", "created": created, "model": model_name,
+                "choices": [{"index": r.index, "text": detokenize(r.output_ids), "logprobs": None,
+                             "finish_reason": "length", "matched_stop": None} for r in reqs],
+                "usage": self._usage(reqs), "metadata": {"weight_version": self.sim.weight_version}})
+            return
+        sent = {r.index: 0 for r in reqs}
+        include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+        self._start_stream()
+        try:
+            for req, finished in self._updates(reqs, sink):
+                delta = req.output_ids[sent[req.index]:]
+                sent[req.index] += len(delta)
+                self._event({"id": rid, "object": "text_completion", "created": created, "model": model_name,
+                             "choices": [{"index": req.index, "text": detokenize(delta), "logprobs": None,
+                                          "finish_reason": "length" if finished else None, "matched_stop": None}],
+                             "usage": None})
+            if include_usage:
+                self._event({"id": rid, "object": "text_completion", "created": created, "model": model_name,
+                             "choices": [], "usage": self._usage(reqs)})
+            self._end_stream()
+        except (BrokenPipeError, ConnectionResetError):
+            self._abort(reqs)
+            self.close_connection = True
+
+    def route_chat(self):
+        body = self._json_body()
+        messages = body.get("messages")
+        if not isinstance(messages, list) or not messages:
+            raise BadRequest("messages must be a non-empty list.")
+        count = 3
+        for message in messages:
+            content = (message or {}).get("content") or ""
+            if isinstance(content, list):
+                content = " ".join(part.get("text", "") for part in content if isinstance(part, dict))
+            count += 4 + approx_tokens(str(content))
+        rid, reqs, sink = self._openai_common(body, count, json.dumps(messages, sort_keys=True), 8192)
+        model_name = body.get("model") or self.sim.args["served_model_name"]
+        created = int(time.time())
+        if not body.get("stream"):
+            for _ in self._updates(reqs, sink):
+                pass
+            self._json(200, {
+                "id": rid, "object": "chat.completion", "created": created, "model": model_name,
+                "choices": [{"index": r.index,
+                             "message": {"role": "assistant", "content": detokenize(r.output_ids).lstrip(),
+                                         "reasoning_content": None, "tool_calls": None},
+                             "logprobs": None, "finish_reason": "length", "matched_stop": None} for r in reqs],
+                "usage": self._usage(reqs), "metadata": {"weight_version": self.sim.weight_version}})
+            return
+        sent = {r.index: 0 for r in reqs}
+        include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+        self._start_stream()
+        try:
+            for req in reqs:
+                self._event({"id": rid, "object": "chat.completion.chunk", "created": created, "model": model_name,
+                             "choices": [{"index": req.index, "delta": {"role": "assistant", "content": ""},
+                                          "logprobs": None, "finish_reason": None, "matched_stop": None}],
+                             "usage": None})
+            for req, finished in self._updates(reqs, sink):
+                start = sent[req.index]
+                delta = req.output_ids[start:]
+                sent[req.index] += len(delta)
+                piece = detokenize(delta)
+                if start == 0:
+                    piece = piece.lstrip()
+                if delta:
+                    self._event({"id": rid, "object": "chat.completion.chunk", "created": created,
+                                 "model": model_name,
+                                 "choices": [{"index": req.index, "delta": {"content": piece}, "logprobs": None,
+                                              "finish_reason": None, "matched_stop": None}], "usage": None})
+                if finished:
+                    self._event({"id": rid, "object": "chat.completion.chunk", "created": created,
+                                 "model": model_name,
+                                 "choices": [{"index": req.index, "delta": {}, "logprobs": None,
+                                              "finish_reason": "length", "matched_stop": None}], "usage": None})
+            if include_usage:
+                self._event({"id": rid, "object": "chat.completion.chunk", "created": created, "model": model_name,
+                             "choices": [], "usage": self._usage(reqs)})
+            self._end_stream()
+        except (BrokenPipeError, ConnectionResetError):
+            self._abort(reqs)
+            self.close_connection = True
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 128
+
+
+class _Server6(_Server):
+    address_family = socket.AF_INET6
+
+
+# ---------------------------------------------------------------------------------------------
+# Entry point
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    ns, unknown = build_parser().parse_known_args(argv)
+    if unknown:
+        sys.stderr.write("WARNING: sglang emulator %s ignores unknown arguments: %s\n" % (__version__, " ".join(unknown)))
+        sys.stderr.flush()
+    args = resolve(ns)
+    log = Log(args["log_level"])
+    sim = SimServer(args, unknown, log)
+    log("server_args=%s" % sim.server_args_repr())
+
+    def on_signal(signum, _frame):
+        sim.stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+
+    handler = type("BoundHandler", (Handler,), {"sim": sim})
+    try:
+        server_cls = _Server6 if ":" in args["host"] else _Server
+        httpd = server_cls((args["host"], args["port"]), handler)
+    except OSError as exc:
+        log.uvicorn("[Errno %s] error while attempting to bind on address (%r, %d): %s"
+                    % (exc.errno, args["host"], args["port"], (exc.strerror or "").lower()), "ERROR")
+        return 1
+    threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.2}, name="http", daemon=True).start()
+
+    try:
+        sim.load()
+        sim.warmup()
+        while not sim.stop.wait(0.5):
+            pass
+    except StartupError as exc:
+        log.error("\n".join(exc.lines), "TP0")
+        log.error("Received sigquit from a child process. It usually means the child failed.")
+        sim.shutdown_cleanup()
+        sys.stdout.flush()
+        os._exit(1)
+    except SystemExit:
+        pass
+    sim.state = "shutting_down"
+    log.uvicorn("Shutting down")
+    sim.shutdown_cleanup()
+    log.uvicorn("Waiting for application shutdown.")
+    log.uvicorn("Application shutdown complete.")
+    log.uvicorn("Finished server process [%d]" % os.getpid())
+    sys.stdout.flush()
+    os._exit(0)

@@ -1,0 +1,55 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+from ansible_collections.specdec.bench.plugins.filter.probe_summary import probe_summary
+
+FACTS = {
+    'nvidia_driver': {'version': '580.95.05', 'cuda_version': '13.0'},
+    'nvidia_gpus': [
+        {'index': 1, 'uuid': 'GPU-b', 'name': 'X', 'compute_capability': '12.0', 'memory_used_mib': 0,
+         'memory_total_mib': 97887, 'processes': [], 'unexplained_memory_mib': 0, 'nvlink': []},
+        {'index': 0, 'uuid': 'GPU-a', 'name': 'X', 'compute_capability': '12.0', 'memory_used_mib': 56077,
+         'memory_total_mib': 97887, 'unexplained_memory_mib': 0,
+         'processes': [{'pid': 812, 'name': '/usr/bin/python3', 'used_memory_mib': 56077, 'unit': 'ddtree-qwen.service'}],
+         'nvlink': [{'index': 1, 'uuid': 'GPU-b', 'links': 18}]},
+    ],
+    'systemd_units': {
+        'sglang-dflash-smoke.service': {'load_state': 'loaded', 'active_state': 'inactive', 'sub_state': 'dead', 'main_pid': None},
+        'nosuch.service': {'load_state': 'not-found', 'active_state': 'inactive', 'sub_state': 'dead', 'main_pid': None},
+    },
+    'specdec_host': {
+        'os': {'pretty_name': 'Debian GNU/Linux 12 (bookworm)'},
+        'container': {'detected': True, 'type': 'podman'},
+        'cpu': {'count': 2},
+        'memory': {'total_bytes': 1024},
+        'disk': {'/root/bench_results': {'exists': False, 'checked_path': '/root', 'mount_point': '/', 'free_bytes': 5,
+                                         'total_bytes': 10, 'fstype': 'overlay'}},
+        'listening_ports': [{'port': 22, 'family': 'ipv4'}, {'port': 22, 'family': 'ipv6'}, {'port': 30000}],
+        'toolchain': {'python3': {'path': '/usr/bin/python3', 'version': '3.11.2'}, 'uv': {'path': None, 'version': None}},
+        'python_envs': {'/opt/sglang': {'packages': {'sglang': '0.5.23', 'torch': None}}},
+    },
+}
+
+
+def test_gpus_are_sorted_and_name_their_holders():
+    summary = probe_summary(FACTS, 'ct200')
+    assert [g['index'] for g in summary['gpus']] == [0, 1]
+    assert summary['gpus'][0]['holders'] == [{'pid': 812, 'unit': 'ddtree-qwen.service', 'used_memory_mib': 56077}]
+    assert summary['gpus'][0]['nvlink_peers'] == [1]
+    assert summary['gpus'][1]['holders'] == []
+
+
+def test_host_level_entries():
+    summary = probe_summary(FACTS, 'ct200')
+    assert summary['host'] == 'ct200'
+    assert (summary['driver'], summary['cuda'], summary['container']) == ('580.95.05', '13.0', 'podman')
+    assert summary['units']['nosuch.service']['load_state'] == 'not-found'
+    assert summary['units']['sglang-dflash-smoke.service']['active_state'] == 'inactive'
+    assert summary['disks']['/root/bench_results']['checked_path'] == '/root'
+    assert summary['listening_ports'] == [22, 30000]
+    assert summary['toolchain'] == {'python3': '3.11.2', 'uv': None}
+    assert summary['python_envs'] == {'/opt/sglang': {'sglang': '0.5.23', 'torch': None}}
+
+
+def test_a_host_without_gpus_or_systemd():
+    summary = probe_summary({'nvidia_gpus': [], 'nvidia_driver': {'version': None, 'cuda_version': None},
+                             'systemd_units': {}, 'specdec_host': {'container': {'detected': False}}}, 'bare')
+    assert summary['gpus'] == [] and summary['units'] == {} and summary['container'] is None
