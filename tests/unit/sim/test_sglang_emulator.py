@@ -337,7 +337,8 @@ def test_claim_is_written_after_load(dflash):
 
 
 def test_sigterm_removes_the_claim_and_exits_0(emulator):
-    emu = emulator(["--mem-fraction-static", "0.5"], env={"CUDA_VISIBLE_DEVICES": "1,2"})
+    emu = emulator(["--model-path", "Qwen/Qwen3-8B", "--mem-fraction-static", "0.5"],
+                   env={"CUDA_VISIBLE_DEVICES": "1,2"})
     emu.wait_ready()
     assert json.loads(emu.claim.read_text())["memory_mib"] == round(0.5 * GPU_TOTAL_MIB)
     emu.proc.send_signal(signal.SIGTERM)
