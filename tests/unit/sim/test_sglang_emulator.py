@@ -15,7 +15,6 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -177,7 +176,7 @@ def dflash(tmp_path_factory):
         "--tp-size", "1", "--mem-fraction-static", "0.88",
         "--speculative-algorithm", "DFLASH", "--speculative-draft-model-path", "z-lab/Qwen3.6-27B-DFlash",
         "--speculative-num-draft-tokens", "16", "--mamba-scheduler-strategy", "extra_buffer",
-        "--decode-log-interval", "1", "--some-future-flag", "x",
+        "--some-future-flag", "x",
     ], load_seconds="1.0")
     try:
         emu.wait_ready()

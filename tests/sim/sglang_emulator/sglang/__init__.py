@@ -1,6 +1,31 @@
 """An emulator of the SGLang server for tests with no GPU (see tests/sim/README.md).
 
-Only ``python -m sglang.launch_server`` is provided; the "+sim" version marks it as the emulator.
+Only ``python3 -m sglang.launch_server ...`` is provided, with SGLang's flags (unknown ones are
+ignored with a warning on stderr) and its HTTP API: /health, /health_generate, /model_info,
+/server_info, /flush_cache, /v1/models, /generate, /v1/completions, /v1/chat/completions, /metrics.
+The "+sim" version marks it as the emulator.
+
+What SGLang has no flag for comes from the environment:
+
+    SIM_SGLANG_LOAD_SECONDS   2      start -> ready; every route answers 503 meanwhile
+    SIM_SGLANG_FAULT          ""     fail_start | crash | never_ready
+    SIM_SGLANG_CRASH_AFTER    3      crash: generate requests served before the one that dies mid-stream
+    SIM_SGLANG_TIME_SCALE     1      multiplies every modelled delay; 0 = no sleeping
+    SIM_SGLANG_MODEL_BYTES    -      weights size; else <model>/model.safetensors.index.json, else the name ("27B")
+    SIM_SGLANG_DRAFT_BYTES    -      draft weights; else the draft's index, else 8% of the target
+    SIM_SGLANG_CHECK_MEMORY   1      0: skip asking nvidia-smi what is free before "loading"
+    SIM_SGLANG_HBM_GBPS, SIM_SGLANG_TFLOPS, SIM_SGLANG_COMM_MS, SIM_SGLANG_ACCEPT_ALPHA,
+    SIM_SGLANG_KV_BYTES_PER_TOKEN        override the performance model (see _sim_model)
+    SIM_GPU_LAYOUT, SIM_GPU_STATE_DIR    the simulated GPUs and where the memory claim is written
+    SIM_GPU_MEMORY_MIB                   MiB claimed per GPU (default mem_fraction_static x total)
+    SGLANG_DDTREE_MAX_TOPK    4      DDTree top-k, as the DDTree build reads it
+    SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN   as in SGLang (checked against <model>/config.json)
+
+Where it differs from SGLang on purpose:
+- the port is bound at once and answers 503 while loading (SGLang binds after loading);
+- /server_info's avg_spec_accept_length counts every verify step (SGLang adds to it every
+  --decode-log-interval steps, so a short run there may show none);
+- /metrics is always served (SGLang needs --enable-metrics).
 """
 
 __version__ = "0.5.23+sim"

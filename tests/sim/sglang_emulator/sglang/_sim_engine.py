@@ -9,8 +9,10 @@ speculative method shape latency and throughput the way they do on a GPU.
 from __future__ import annotations
 
 import collections
+import os
 import threading
 import time
+import traceback
 from typing import Callable, List, Optional
 
 from . import _sim_model as model
@@ -97,11 +99,14 @@ class EngineStats:
         self.num_requests_total = 0
         self.spec_verify_calls_total = 0
         self.forward_ct_decode = 0
-        # One decode-log window, folded into the lifetime totals at each window's end, as SGLang does.
+        # One decode-log window (SGLang's --decode-log-interval): the log line and the gauges.
         self.window_generated = 0
         self.window_started = time.perf_counter()
         self.window_accept_tokens = 0
         self.window_forward_ct = 0
+        # Lifetime totals behind /server_info's avg_spec_accept_length, reset by /flush_cache.
+        # SGLang folds a window into them only when the window closes (every 40 decode steps by
+        # default), so a short run there may report no average; here they count every step.
         self.spec_total_accept_tokens = 0
         self.spec_total_forward_ct = 0
         self.last_gen_throughput = 0.0
@@ -134,7 +139,7 @@ class Engine:
         self.running: List[GenRequest] = []
         self.stats = EngineStats()
         self._clock: Optional[float] = None
-        self._thread = threading.Thread(target=self._loop, name="scheduler-dp%d" % dp_rank, daemon=True)
+        self._thread = threading.Thread(target=self._run, name="scheduler-dp%d" % dp_rank, daemon=True)
 
     def start(self) -> None:
         self._thread.start()
@@ -193,18 +198,29 @@ class Engine:
         if delay > 0:
             time.sleep(delay)
 
+    def _run(self) -> None:
+        try:
+            self._loop()
+        except Exception:  # a scheduler that dies takes the server down, as in SGLang
+            self.log("Scheduler hit an exception: " + traceback.format_exc(), warning=True)
+            os._exit(1)
+
     def _loop(self) -> None:
         while True:
             with self.cond:
                 idle = not self.waiting and not self.running
-            if idle and self.on_busy is not None:
-                self.on_busy(self.dp_rank, False)
+            if idle:
+                self.close_partial_window()
+                if self.on_busy is not None:
+                    self.on_busy(self.dp_rank, False)
             with self.cond:
                 while not self.waiting and not self.running:
                     self._clock = None
                     self.cond.wait()
-            if idle and self.on_busy is not None:
-                self.on_busy(self.dp_rank, True)
+            if idle:
+                self.stats.window_started = time.perf_counter()  # idle time is not generation time
+                if self.on_busy is not None:
+                    self.on_busy(self.dp_rank, True)
             with self.cond:
                 self._drop_aborted()
                 batch = self._take_prefill_batch()
@@ -281,9 +297,17 @@ class Engine:
             if self.spec:
                 stats.window_accept_tokens += accepted_total
                 stats.window_forward_ct += len(running)
+                stats.spec_total_accept_tokens += accepted_total
+                stats.spec_total_forward_ct += len(running)
                 stats.spec_verify_calls_total += len(running)
             if stats.forward_ct_decode % self.decode_log_interval == 0:
-                self._log_decode_window(len(running), context, queued)
+                self._close_window(len(running), context, queued)
+
+    def close_partial_window(self) -> None:
+        """Update the gauges from a window cut short by idleness (SGLang would keep stale ones)."""
+        with self.cond:
+            if self.stats.window_generated or self.stats.window_forward_ct:
+                self._close_window(0, 0, 0, log=False)
 
     def _count_generated(self, req: GenRequest, count: int) -> None:
         if not req.internal:
@@ -294,7 +318,7 @@ class Engine:
         if not req.internal:
             self.stats.num_requests_total += 1
 
-    def _log_decode_window(self, num_running: int, context: int, queued: int) -> None:
+    def _close_window(self, num_running: int, context: int, queued: int, log: bool = True) -> None:
         stats = self.stats
         now = time.perf_counter()
         stats.last_gen_throughput = stats.window_generated / max(now - stats.window_started, 1e-9)
@@ -308,13 +332,12 @@ class Engine:
             accept_rate = (stats.window_accept_tokens - stats.window_forward_ct) / (
                 stats.window_forward_ct * draft_per_round)
             stats.last_accept_length = accept_len
-            stats.spec_total_accept_tokens += stats.window_accept_tokens
-            stats.spec_total_forward_ct += stats.window_forward_ct
             stats.window_accept_tokens = stats.window_forward_ct = 0
             msg += "accept len: %.2f, accept rate: %.2f, " % (accept_len, accept_rate)
         msg += "cuda graph: %s, gen throughput (token/s): %.2f, #queue-req: %d" % (
             self.wl.cuda_graph, stats.last_gen_throughput, queued)
-        self.log(msg)
+        if log:
+            self.log(msg)
 
     def _token_usage(self, context: Optional[int] = None) -> float:
         if context is None:

@@ -17,7 +17,7 @@ import hashlib
 import math
 import random
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Optional
 
 AUTOREGRESSIVE = "NONE"
@@ -203,8 +203,6 @@ def output_throughput(hw: Hardware, wl: Workload, batch: int, context_tokens: fl
 
 def speedup(hw: Hardware, wl: Workload, batch: int = 1, context_tokens: float = 0.0) -> float:
     """Throughput of the workload's method over autoregressive decoding on the same TP and batch."""
-    from dataclasses import replace
-
     baseline = replace(wl, method=AUTOREGRESSIVE)
     return output_throughput(hw, wl, batch, context_tokens) / output_throughput(hw, baseline, batch, context_tokens)
 

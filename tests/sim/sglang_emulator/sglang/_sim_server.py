@@ -20,7 +20,7 @@ import threading
 import time
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Dict, List, Optional
+from typing import List, Optional
 from urllib.parse import parse_qs, urlsplit
 
 from . import __version__
@@ -322,7 +322,7 @@ class SimServer:
         self.claim_mib = int(_env_float("SIM_GPU_MEMORY_MIB", None) or round(frac * total_mib))
         gpu.write_claim(self.claim_mib, self.claim_gpus, utilization_pct=0)
         self.claimed = True
-        claim_mib = self.claim_mib
+        spare_gb = max(0.0, (free_mib - self.claim_mib) / 1024)
 
         self.hardware = model.hardware_for(
             gpu_name,
@@ -344,10 +344,10 @@ class SimServer:
         )
         if not args["disable_cuda_graph"]:
             log("Capture cuda graph begin. This can take up to several minutes. avail mem=%.2f GB"
-                % ((free_mib - claim_mib) / 1024), "TP0")
+                % spare_gb, "TP0")
             self.wait(load_seconds * 0.3)
             log("Capture cuda graph end. Time elapsed: %.2f s. mem usage=0.80 GB. avail mem=%.2f GB."
-                % (load_seconds * 0.3, (free_mib - claim_mib) / 1024 - 0.8), "TP0")
+                % (load_seconds * 0.3, max(0.0, spare_gb - 0.8)), "TP0")
         else:
             self.wait(load_seconds * 0.3)
         if self.method == "DDTREE" and args["page_size"] != 1:
@@ -358,7 +358,7 @@ class SimServer:
         log("max_total_num_tokens=%d, chunked_prefill_size=%d, max_prefill_tokens=%d, max_running_requests=%d, "
             "context_len=%d, available_gpu_mem=%.2f GB"
             % (self.max_total_num_tokens, args["chunked_prefill_size"], args["max_prefill_tokens"], max_running,
-               self.context_len, (free_mib - claim_mib) / 1024), "TP0")
+               self.context_len, spare_gb), "TP0")
         self.args["max_running_requests"] = max_running
         for rank in range(dp):
             engine = Engine(self.hardware, self.workload, self._engine_log(rank, dp), self.time_scale,
@@ -475,9 +475,6 @@ class SimServer:
                 self.claimed = False
 
     # ---- what the endpoints report ----------------------------------------------------------
-
-    def avg_accept_length(self, engine: Engine) -> Optional[float]:
-        return engine.avg_spec_accept_length()
 
     def internal_states(self) -> List[dict]:
         states = []

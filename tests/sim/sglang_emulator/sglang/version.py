@@ -1,1 +1,5 @@
-from sglang import __version__  # noqa: F401  (where real SGLang keeps its version)
+"""Where real SGLang keeps its version."""
+
+from sglang import __version__
+
+__all__ = ["__version__"]
