@@ -26,6 +26,8 @@ SHOW_PROPERTIES = (
     ('NRestarts', 'n_restarts'),
 )
 _INT_PROPERTIES = ('MainPID', 'NRestarts')
+# sd_booted(): systemd is the running init system exactly when this directory exists.
+SYSTEMD_RUN_DIR = '/run/systemd/system'
 GLOB_CHARS = ('*', '?', '[')
 # Unit name characters systemd accepts, plus the glob characters fnmatch understands.
 _UNIT_NAME_RE = re.compile(r'^[A-Za-z0-9:_.\\@*?\[\]!-]+$')

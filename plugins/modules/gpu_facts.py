@@ -33,21 +33,9 @@ options:
     type: str
     choices: [auto, smi, nvml]
     default: auto
-  topology:
-    description:
-      - Run C(nvidia-smi topo -m) for the GPU interconnect (NVLink peers and link counts, PCIe relation, CPU and NUMA affinity).
-      - When V(false), RV(ansible_facts.nvidia_gpus[].topology) and RV(ansible_facts.nvidia_gpus[].nvlink) are null.
-    type: bool
-    default: true
-  unexplained_tolerance_mib:
-    description:
-      - Used memory per GPU, in MiB, that no listed process accounts for and that is still reported as 0 unexplained.
-      - It absorbs the driver's own per-context overhead; on a real H200 one process holding 19592 MiB showed 19601 MiB used.
-      - A real CUDA process holds several hundred MiB at least, so the default does not hide one.
-    type: int
-    default: 256
 extends_documentation_fragment:
   - specdec.bench.facts
+  - specdec.bench.gpu_probe
 requirements:
   - C(nvidia-smi) on the target for O(backend=smi) and for topology; C(nvidia-ml-py) (C(pynvml)) for O(backend=nvml).
 notes:
@@ -358,209 +346,16 @@ dropped_fields:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.specdec.bench.plugins.module_utils._nvidia_smi import (
-    QUERY_APPS_FIELDS,
-    QUERY_GPU_FIELDS,
-    REQUIRED_GPU_FIELDS,
-    bad_field,
-    build_gpu_facts,
-    no_devices,
-    nvml_snapshot,
-    parse_compute_apps,
-    parse_driver_banner,
-    parse_query_gpu,
-    parse_topo,
-    split_smi_warnings,
-)
-from ansible_collections.specdec.bench.plugins.module_utils._proc import parse_proc_cgroup, systemd_cgroup_path
-from ansible_collections.specdec.bench.plugins.module_utils._systemd import cgroup_root, unit_from_cgroup_path
-
-# nvidia-smi exit codes that mean "no usable GPU here" rather than a broken tool:
-# 6 no device found, 9 driver not loaded, 12 NVML library not found.
-NO_GPU_EXIT_CODES = (6, 9, 12)
-# Each retry drops one rejected field; more retries than optional fields would mean a loop.
-MAX_FIELD_RETRIES = len(QUERY_GPU_FIELDS) - len(REQUIRED_GPU_FIELDS)
-SMI_DIRS = ['/usr/local/nvidia/bin', '/usr/lib/wsl/lib']
-NO_DRIVER = {'version': None, 'cuda_version': None}
-
-
-def read_proc_cgroup(pid):
-    with open('/proc/%d/cgroup' % pid, encoding='utf-8', errors='replace') as handle:
-        return handle.read()
-
-
-def systemd_path(pid):
-    """The systemd cgroup path of a pid, or None when its cgroup cannot be read (exited, another PID namespace)."""
-    try:
-        return systemd_cgroup_path(parse_proc_cgroup(read_proc_cgroup(pid)))
-    except (OSError, ValueError):
-        return None
-
-
-def process_units(pids):
-    """{pid: (systemd unit, cgroup path)}, paths resolved against the root systemd runs its tree under."""
-    root = cgroup_root(systemd_path(1))
-    units = {}
-    for pid in pids:
-        path = systemd_path(pid)
-        units[pid] = (unit_from_cgroup_path(path, root), path)
-    return units
-
-
-def load_nvml():
-    try:
-        import pynvml  # pylint: disable=import-outside-toplevel
-    except ImportError:
-        return None
-    return pynvml
-
-
-def run_smi(module, smi, *args):
-    rc, out, err = module.run_command([smi] + list(args))
-    _lines, warnings = split_smi_warnings(out)
-    for warning in warnings:
-        module.warn('nvidia-smi: %s' % warning)
-    return rc, out, err
-
-
-def query_gpus(module, smi):
-    """(rows, dropped fields), or (None, dropped) when nvidia-smi finds no usable GPU."""
-    fields = list(QUERY_GPU_FIELDS)
-    dropped = []
-    for _attempt in range(MAX_FIELD_RETRIES + 1):
-        rc, out, err = run_smi(module, smi, '--query-gpu=%s' % ','.join(fields), '--format=csv,noheader,nounits')
-        output = (out or '') + (err or '')
-        if no_devices(output):
-            module.warn('nvidia-smi found no GPU: %s' % output.strip())
-            return None, dropped
-        if rc == 0:
-            try:
-                return parse_query_gpu(out, fields), dropped
-            except ValueError as exc:
-                module.fail_json(msg='cannot parse nvidia-smi --query-gpu output: %s' % exc, rc=rc, stdout=out, stderr=err)
-        field = bad_field(output)
-        if field in REQUIRED_GPU_FIELDS:
-            module.fail_json(msg='nvidia-smi rejects the required field %s: %s' % (field, output.strip()), rc=rc, dropped_fields=dropped)
-        if field is not None and field not in fields:
-            module.fail_json(msg='nvidia-smi rejects the field %s, which was not asked for: %s' % (field, output.strip()), rc=rc, dropped_fields=dropped)
-        if field is not None:
-            fields.remove(field)
-            dropped.append(field)
-            continue
-        if rc in NO_GPU_EXIT_CODES:
-            module.warn('nvidia-smi has no usable GPU (exit code %d): %s' % (rc, output.strip()))
-            return None, dropped
-        module.fail_json(msg='nvidia-smi --query-gpu failed with exit code %d: %s' % (rc, output.strip()), rc=rc, stdout=out, stderr=err)
-    module.fail_json(msg='nvidia-smi kept rejecting --query-gpu fields; dropped %s' % ', '.join(dropped), dropped_fields=dropped)
-    return None, dropped
-
-
-def query_apps(module, smi):
-    """Compute processes, or None (with a warning) when nvidia-smi cannot list them."""
-    rc, out, err = run_smi(module, smi, '--query-compute-apps=%s' % ','.join(QUERY_APPS_FIELDS), '--format=csv,noheader,nounits')
-    if rc != 0:
-        module.warn('nvidia-smi --query-compute-apps failed with exit code %d, processes unknown: %s' % (rc, (out + err).strip()))
-        return None
-    try:
-        return parse_compute_apps(out)
-    except ValueError as exc:
-        module.fail_json(msg='cannot parse nvidia-smi --query-compute-apps output: %s' % exc, rc=rc, stdout=out, stderr=err)
-    return None
-
-
-def query_topology(module, smi):
-    rc, out, err = run_smi(module, smi, 'topo', '-m')
-    if rc != 0:
-        module.warn('nvidia-smi topo -m failed with exit code %d, topology unknown: %s' % (rc, (out + err).strip()))
-        return None
-    try:
-        return parse_topo(out)
-    except ValueError as exc:
-        module.fail_json(msg='cannot parse nvidia-smi topo -m output: %s' % exc, rc=rc, stdout=out, stderr=err)
-    return None
-
-
-def query_driver(module, smi, rows):
-    """Driver version from the GPU rows; the CUDA driver version only the banner prints."""
-    rc, out, err = run_smi(module, smi)
-    banner = parse_driver_banner(out) if rc == 0 else dict(NO_DRIVER)
-    if banner['cuda_version'] is None:
-        module.warn('nvidia-smi printed no CUDA version (exit code %d): %s' % (rc, (err or '').strip()))
-    versions = set(row['driver_version'] for row in rows if row['driver_version'])
-    return {'version': versions.pop() if len(versions) == 1 else banner['version'], 'cuda_version': banner['cuda_version']}
-
-
-def read_nvml(module, nvml, required):
-    """(driver, rows, apps) through NVML, or None when NVML does not initialise (no driver, no GPU)."""
-    try:
-        nvml.nvmlInit()
-    except nvml.NVMLError as exc:
-        if required:
-            module.warn('NVML does not initialise, no usable GPU: %s' % exc)
-        return None
-    try:
-        driver, rows, apps, notes = nvml_snapshot(nvml)
-    except nvml.NVMLError as exc:
-        module.fail_json(msg='NVML failed while reading GPUs: %s' % exc)
-    finally:
-        nvml.nvmlShutdown()
-    for note in notes:
-        module.warn(note)
-    return driver, rows, apps
+from ansible_collections.specdec.bench.plugins.module_utils._gpu_probe import BACKENDS, GPU_OPTIONS, gather_gpu_facts
 
 
 def main():
     module = AnsibleModule(
-        argument_spec=dict(
-            backend=dict(type='str', default='auto', choices=['auto', 'smi', 'nvml']),
-            topology=dict(type='bool', default=True),
-            unexplained_tolerance_mib=dict(type='int', default=256),
-        ),
+        argument_spec=dict(GPU_OPTIONS, backend=dict(type='str', default='auto', choices=list(BACKENDS))),
         supports_check_mode=True,
     )
-    module.run_command_environ_update = dict(LANG='C', LC_ALL='C', LC_MESSAGES='C', LANGUAGE='C')
-    requested = module.params['backend']
-    smi = module.get_bin_path('nvidia-smi', opt_dirs=SMI_DIRS)
-
-    nvml = load_nvml() if requested in ('auto', 'nvml') else None
-    if requested == 'nvml' and nvml is None:
-        module.fail_json(msg='backend=nvml needs the pynvml module (pip package nvidia-ml-py) on the target Python')
-
-    backend = None
-    dropped = []
-    snapshot = read_nvml(module, nvml, requested == 'nvml') if nvml is not None else None
-    if snapshot is not None:
-        backend = 'nvml'
-        driver, rows, apps = snapshot
-    elif requested == 'nvml':
-        rows = None
-    elif smi is None:
-        module.warn('nvidia-smi is not installed: no NVIDIA GPU facts')
-        rows = None
-    else:
-        backend = 'smi'
-        rows, dropped = query_gpus(module, smi)
-        if dropped:
-            module.warn('this driver rejects --query-gpu fields %s; they are null on every GPU' % ', '.join(dropped))
-        if rows is not None:
-            apps = query_apps(module, smi)
-            driver = query_driver(module, smi, rows)
-
-    if rows is None:
-        module.exit_json(changed=False, ansible_facts={'nvidia_gpus': [], 'nvidia_driver': dict(NO_DRIVER)}, backend=backend, dropped_fields=dropped)
-
-    topology = None
-    if module.params['topology'] and rows:
-        if smi is None:
-            module.warn('nvidia-smi is not installed: GPU topology and NVLink unknown')
-        else:
-            topology = query_topology(module, smi)
-
-    units = process_units(sorted(set(app['pid'] for app in apps or [])))
-    gpus, orphans = build_gpu_facts(rows, apps, topology, units, module.params['unexplained_tolerance_mib'])
-    for app in orphans:
-        module.warn('compute process %d is on GPU %s, which is not in the GPU list' % (app['pid'], app['gpu_uuid']))
-    module.exit_json(changed=False, ansible_facts={'nvidia_gpus': gpus, 'nvidia_driver': driver}, backend=backend, dropped_fields=dropped)
+    facts, extra = gather_gpu_facts(module, module.params['backend'], module.params['topology'], module.params['unexplained_tolerance_mib'])
+    module.exit_json(changed=False, ansible_facts=facts, **extra)
 
 
 if __name__ == '__main__':

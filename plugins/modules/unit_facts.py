@@ -141,33 +141,9 @@ unmatched_patterns:
   sample: ["vllm-*.service"]
 """
 
-import os
-
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.specdec.bench.plugins.module_utils._systemd import (
-    SHOW_PROPERTIES,
-    expand_patterns,
-    is_glob,
-    normalize_unit_name,
-    parse_unit_list,
-    units_from_show,
-)
-
-# sd_booted(): systemd is the running init system exactly when this directory exists.
-SYSTEMD_RUN_DIR = '/run/systemd/system'
-
-
-def list_units(module, systemctl, verb, patterns, extra):
-    """Unit names a listing verb prints for the patterns; an exit code with no error text means no match."""
-    rc, out, err = module.run_command([systemctl, verb, '--no-legend', '--no-pager', '--full', '--plain'] + extra + ['--'] + patterns)
-    if rc != 0 and (err or '').strip():
-        module.fail_json(msg='systemctl %s failed with exit code %d: %s' % (verb, rc, err.strip()), rc=rc, stdout=out, stderr=err)
-    try:
-        return parse_unit_list(out)
-    except ValueError as exc:
-        module.fail_json(msg='cannot parse systemctl %s output: %s' % (verb, exc), rc=rc, stdout=out, stderr=err)
-    return []
+from ansible_collections.specdec.bench.plugins.module_utils._unit_probe import gather_unit_facts
 
 
 def main():
@@ -177,43 +153,8 @@ def main():
         ),
         supports_check_mode=True,
     )
-    module.run_command_environ_update = dict(LANG='C', LC_ALL='C', LC_MESSAGES='C', LANGUAGE='C', SYSTEMD_PAGER='', SYSTEMD_COLORS='0')
-
-    try:
-        requested = list(dict.fromkeys(normalize_unit_name(name) for name in module.params['names']))
-    except ValueError as exc:
-        module.fail_json(msg=str(exc))
-
-    systemctl = module.get_bin_path('systemctl')
-    if systemctl is None or not os.path.isdir(SYSTEMD_RUN_DIR):
-        module.warn('systemd is not running on this host (no systemctl or no %s): no unit facts' % SYSTEMD_RUN_DIR)
-        module.exit_json(changed=False, ansible_facts={'systemd_units': {}}, patterns={}, unmatched_patterns=[])
-
-    patterns = [name for name in requested if is_glob(name)]
-    matches = {}
-    if patterns:
-        listed = list_units(module, systemctl, 'list-units', patterns, ['--all'])
-        listed += list_units(module, systemctl, 'list-unit-files', patterns, [])
-        matches = expand_patterns(patterns, listed)
-    names = list(dict.fromkeys([name for name in requested if not is_glob(name)] + [name for pattern in patterns for name in matches[pattern]]))
-
-    units = {}
-    if names:
-        command = [systemctl, 'show', '--property=%s' % ','.join(prop for prop, _key in SHOW_PROPERTIES), '--']
-        rc, out, err = module.run_command(command + names)
-        if rc != 0:
-            module.fail_json(msg='systemctl show failed with exit code %d: %s' % (rc, (err or out).strip()), rc=rc, stdout=out, stderr=err)
-        try:
-            units = units_from_show(names, out)
-        except ValueError as exc:
-            module.fail_json(msg='cannot parse systemctl show output: %s' % exc, rc=rc, stdout=out, stderr=err)
-
-    module.exit_json(
-        changed=False,
-        ansible_facts={'systemd_units': units},
-        patterns=matches,
-        unmatched_patterns=[pattern for pattern in patterns if not matches[pattern]],
-    )
+    facts, extra = gather_unit_facts(module, module.params['names'])
+    module.exit_json(changed=False, ansible_facts=facts, **extra)
 
 
 if __name__ == '__main__':

@@ -53,6 +53,7 @@ _install()
 # ---------------------------------------------------------------------------------------------------------------
 # Shared test doubles. Imported after _install() so the collection is importable.
 
+import fnmatch  # noqa: E402
 import json  # noqa: E402
 import re  # noqa: E402
 import types  # noqa: E402
@@ -162,6 +163,53 @@ def run_module(capsys):
         result['warning_texts'] = warning_texts(result)
         return result
     return run
+
+
+class FakeSystemctl:
+    """systemctl replaying the real systemd 252 captures (tests/fixtures/systemd/bookworm-252): listings filtered by
+    the patterns, show blocks by unit name.
+
+    A unit show.txt does not hold is answered as systemd answers for a missing one (the nosuch.service block).
+    responses overrides whole answers: {verb: (rc, stdout, stderr)}.
+    """
+
+    PATH = '/usr/bin/systemctl'
+    PROPERTIES = '--property=Id,Description,LoadState,ActiveState,SubState,MainPID,UnitFileState,FragmentPath,Result,NRestarts'
+
+    def __init__(self, responses=None):
+        self.blocks = dict((block.split('Id=', 1)[1].split('\n', 1)[0], block.strip('\n')) for block in self._read('show.txt').split('\n\n'))
+        self.listings = {'list-units': self._read('list_units.txt'), 'list-unit-files': self._read('list_unit_files.txt')}
+        self.responses = dict(responses or {})
+        self.calls = []
+
+    @staticmethod
+    def _read(name):
+        return fixture_text('systemd', 'bookworm-252', name)
+
+    def run(self, args):
+        assert isinstance(args, list) and args[0] == self.PATH
+        self.calls.append(list(args))
+        verb = args[1]
+        names = args[args.index('--') + 1:]
+        if verb in self.responses:
+            return self.responses[verb]
+        if verb in self.listings:
+            lines = [line for line in self.listings[verb].splitlines()
+                     if any(fnmatch.fnmatchcase(line.split()[0], pattern) for pattern in names)]
+            if not lines and verb == 'list-unit-files':
+                return 1, '', ''  # what systemd 252 does when no unit file matches (list_unit_files_nomatch.txt)
+            return 0, ''.join(line + '\n' for line in lines), ''
+        if verb == 'show':
+            assert args[2] == self.PROPERTIES
+            missing = self.blocks['nosuch.service']
+            return 0, '\n\n'.join(self.blocks.get(name) or missing.replace('nosuch.service', name) for name in names) + '\n', ''
+        raise AssertionError('unexpected systemctl command %r' % (args,))
+
+
+@pytest.fixture
+def fake_systemctl():
+    """The FakeSystemctl class, to build one per test."""
+    return FakeSystemctl
 
 
 class NVMLError(Exception):

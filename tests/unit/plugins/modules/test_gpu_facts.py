@@ -11,6 +11,7 @@ import pytest
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.specdec.bench.plugins.module_utils import _gpu_probe
 from ansible_collections.specdec.bench.plugins.module_utils._nvidia_smi import GPU_FIELDS, QUERY_GPU_FIELDS, REQUIRED_GPU_FIELDS
 from ansible_collections.specdec.bench.plugins.modules import gpu_facts
 
@@ -45,8 +46,8 @@ class Host:
 
         monkeypatch.setattr(AnsibleModule, 'get_bin_path', get_bin_path)
         monkeypatch.setattr(AnsibleModule, 'run_command', run_command)
-        monkeypatch.setattr(gpu_facts, 'read_proc_cgroup', read_proc_cgroup)
-        monkeypatch.setattr(gpu_facts, 'load_nvml', lambda: nvml)
+        monkeypatch.setattr(_gpu_probe, 'read_proc_cgroup', read_proc_cgroup)
+        monkeypatch.setattr(_gpu_probe, 'load_nvml', lambda: nvml)
 
     def verbs(self):
         """The nvidia-smi calls made, by their first option: query-gpu, query-compute-apps, topo, banner."""

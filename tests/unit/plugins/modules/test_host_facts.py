@@ -12,6 +12,7 @@ import pytest
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.specdec.bench.plugins.module_utils import _host_probe
 from ansible_collections.specdec.bench.plugins.modules import host_facts
 
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..', 'fixtures')
@@ -137,8 +138,8 @@ def test_proc_files_replayed(monkeypatch, run_module):
         return captured.get(path)
 
     real_exists = os.path.exists
-    monkeypatch.setattr(host_facts, 'read_file', read_file)
-    monkeypatch.setattr(host_facts.os.path, 'exists', lambda path: path == '/run/.containerenv' or (
+    monkeypatch.setattr(_host_probe, 'read_file', read_file)
+    monkeypatch.setattr(_host_probe.os.path, 'exists', lambda path: path == '/run/.containerenv' or (
         path not in ('/.dockerenv', '/dev/lxd', '/var/run/secrets/kubernetes.io') and real_exists(path)))
     monkeypatch.setattr(AnsibleModule, 'get_bin_path', lambda _module, arg, required=False, opt_dirs=None: None)
     monkeypatch.delenv('KUBERNETES_SERVICE_HOST', raising=False)
@@ -162,7 +163,7 @@ def test_proc_files_replayed(monkeypatch, run_module):
     ('/proc/self/mountinfo', '/dev/vda / ext4 rw 0 0\n', 'mountinfo'),
 ])
 def test_unparseable_proc_fails(monkeypatch, run_module, path, text, match):
-    real = host_facts.read_file
-    monkeypatch.setattr(host_facts, 'read_file', lambda name, binary=False: text if name == path else real(name, binary))
+    real = _host_probe.read_file
+    monkeypatch.setattr(_host_probe, 'read_file', lambda name, binary=False: text if name == path else real(name, binary))
     result = run_module(host_facts, {'python_packages': []})
     assert result['failed'] and match in result['msg']

@@ -5,13 +5,13 @@
 
 from __future__ import annotations
 
-import fnmatch
 import os
 
 import pytest
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.specdec.bench.plugins.module_utils import _unit_probe
 from ansible_collections.specdec.bench.plugins.modules import unit_facts
 
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..', 'fixtures', 'systemd', 'bookworm-252')
@@ -24,43 +24,11 @@ def read(name):
         return handle.read()
 
 
-class FakeSystemctl:
-    """systemctl replaying the captures: listings filtered by the patterns, show blocks by unit name.
-
-    A unit show.txt does not hold is answered as systemd answers for a missing one (the nosuch.service block).
-    """
-
-    def __init__(self, responses=None):
-        self.blocks = dict((block.split('Id=', 1)[1].split('\n', 1)[0], block.strip('\n')) for block in read('show.txt').split('\n\n'))
-        self.listings = {'list-units': read('list_units.txt'), 'list-unit-files': read('list_unit_files.txt')}
-        self.responses = dict(responses or {})
-        self.calls = []
-
-    def run(self, args):
-        assert isinstance(args, list) and args[0] == SYSTEMCTL
-        self.calls.append(list(args))
-        verb = args[1]
-        names = args[args.index('--') + 1:]
-        if verb in self.responses:
-            return self.responses[verb]
-        if verb in self.listings:
-            lines = [line for line in self.listings[verb].splitlines()
-                     if any(fnmatch.fnmatchcase(line.split()[0], pattern) for pattern in names)]
-            if not lines and verb == 'list-unit-files':
-                return 1, '', ''  # what systemd 252 does when no unit file matches (list_unit_files_nomatch.txt)
-            return 0, ''.join(line + '\n' for line in lines), ''
-        if verb == 'show':
-            assert args[2] == PROPERTIES
-            missing = self.blocks['nosuch.service']
-            return 0, '\n\n'.join(self.blocks.get(name) or missing.replace('nosuch.service', name) for name in names) + '\n', ''
-        raise AssertionError('unexpected systemctl command %r' % (args,))
-
-
 @pytest.fixture
-def host(monkeypatch, tmp_path):
+def host(monkeypatch, tmp_path, fake_systemctl):
     """A host with systemd running, whose systemctl is a FakeSystemctl (host.systemctl)."""
     class Host:
-        systemctl = FakeSystemctl()
+        systemctl = fake_systemctl()
         binaries = {'systemctl': SYSTEMCTL}
 
     def run_command(module, args, **_kwargs):
@@ -69,7 +37,7 @@ def host(monkeypatch, tmp_path):
 
     monkeypatch.setattr(AnsibleModule, 'get_bin_path', lambda _module, arg, required=False, opt_dirs=None: Host.binaries.get(arg))
     monkeypatch.setattr(AnsibleModule, 'run_command', run_command)
-    monkeypatch.setattr(unit_facts, 'SYSTEMD_RUN_DIR', str(tmp_path))
+    monkeypatch.setattr(_unit_probe, 'SYSTEMD_RUN_DIR', str(tmp_path))
     return Host
 
 
@@ -118,7 +86,7 @@ def test_pattern_matching_nothing(host, run_module):
 def test_no_systemd_is_a_warning(host, run_module, monkeypatch, tmp_path, binary, run_dir):
     host.binaries = {'systemctl': binary} if binary else {}
     if not run_dir:
-        monkeypatch.setattr(unit_facts, 'SYSTEMD_RUN_DIR', str(tmp_path / 'missing'))
+        monkeypatch.setattr(_unit_probe, 'SYSTEMD_RUN_DIR', str(tmp_path / 'missing'))
     result = run_module(unit_facts, {'names': ['ddtree-qwen']})
     assert result['exit_code'] == 0 and result['ansible_facts'] == {'systemd_units': {}}
     assert host.systemctl.calls == []
