@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 
 import pytest
@@ -337,3 +338,62 @@ def test_nvml_and_smi_agree_on_the_real_busy_state(monkeypatch, run_module, fake
     same = ('index', 'uuid', 'name', 'pci_bus_id', 'memory_total_mib', 'memory_used_mib', 'compute_capability', 'mig_mode', 'pstate',
             'compute_mode', 'processes', 'unexplained_memory_mib', 'topology', 'nvlink')
     assert dict((key, by_nvml[key]) for key in same) == dict((key, by_smi[key]) for key in same)
+
+
+# --- replay of the capture from a real H200 (tests/fixtures/nvidia-smi/h200-1gpu-busy) --------------------------
+
+CAPTURE = os.path.join(FIXTURES, 'h200-1gpu-busy')
+# Readings that move between two nvidia-smi calls a second apart.
+VOLATILE = {'power_draw_w', 'temperature_gpu_c', 'utilization_gpu_pct', 'utilization_memory_pct'}
+
+
+def captured(name):
+    with open(os.path.join(CAPTURE, name), encoding='utf-8') as handle:
+        return handle.read()
+
+
+def on_machine(name):
+    """The facts the module returned on the real machine."""
+    return json.loads(captured(name))['ansible_facts']
+
+
+def holder_cgroups():
+    pid = int(captured('holder.txt').split()[2])
+    return {pid: captured('holder_cgroup.txt').split('\n')[0] + '\n'}
+
+
+@pytest.mark.parametrize('state, result', [('busy', 'gpu_facts_smi.json'), ('idle', 'gpu_facts_idle.json')])
+def test_replay_matches_what_the_module_saw_on_the_h200(monkeypatch, run_module, fake_smi, state, result):
+    smi = fake_smi('h200-1gpu-busy', apps='apps_%s.txt' % state, query='query_gpu_nh_%s.txt' % state)
+    Host(monkeypatch, smi, holder_cgroups())
+    facts = run_module(gpu_facts)['ansible_facts']
+    real = on_machine(result)
+    assert facts['nvidia_driver'] == real['nvidia_driver'] == {'version': '580.159.04', 'cuda_version': '13.0'}
+    strip = [{k: v for k, v in gpu.items() if k not in VOLATILE} for gpu in facts['nvidia_gpus']]
+    real_strip = [{k: v for k, v in gpu.items() if k not in VOLATILE} for gpu in real['nvidia_gpus']]
+    assert strip == real_strip
+
+
+def test_busy_holder_is_attributed_with_its_pid_and_memory(monkeypatch, run_module, fake_smi):
+    smi = fake_smi('h200-1gpu-busy', apps='apps_busy.txt', query='query_gpu_nh_busy.txt')
+    Host(monkeypatch, smi, holder_cgroups())
+    gpu = run_module(gpu_facts)['ansible_facts']['nvidia_gpus'][0]
+    assert gpu['memory_used_mib'] == 21007
+    assert gpu['processes'] == [{'pid': 850, 'name': 'python3', 'used_memory_mib': 20998, 'unit': None,
+                                 'cgroup': '/process_api/384e1f4cfa9e212b0a91b6b4686a511e'}]
+    assert gpu['unexplained_memory_mib'] == 0
+
+
+def test_nvml_and_smi_agree_on_the_real_machine():
+    smi, nvml = on_machine('gpu_facts_smi.json'), on_machine('gpu_facts_nvml.json')
+    keep = ('uuid', 'name', 'memory_total_mib', 'memory_used_mib', 'compute_capability', 'processes', 'pci_bus_id')
+    assert [{k: g[k] for k in keep} for g in smi['nvidia_gpus']] == [{k: g[k] for k in keep} for g in nvml['nvidia_gpus']]
+    assert abs(smi['nvidia_gpus'][0]['memory_free_mib'] - nvml['nvidia_gpus'][0]['memory_free_mib']) <= 1
+
+
+def test_host_facts_on_the_real_machine_saw_the_container():
+    node = on_machine('host_facts.json')['specdec_host']
+    assert node['container'] == {'detected': True, 'markers': ['/.dockerenv'], 'type': 'docker'}
+    assert node['gpu_visibility']['env']['NVIDIA_VISIBLE_DEVICES'] == '0'
+    assert node['disk']['/root/bench_results']['exists'] is False
+    assert node['disk']['/root/bench_results']['checked_path'] == '/root'
