@@ -56,6 +56,8 @@ sim-down: venv
 
 demo: sim-up
 	$(BIN)/ansible-playbook -i $(SIM_INVENTORY) playbooks/probe.yml
+	@echo; echo "Probe summaries: $(CURDIR)/results/probe/*.json"
+	@echo "The simulated hosts keep running: podman exec specdec-demo-ct200 nvidia-smi; make sim-down removes them."
 
 ## --- tests ----------------------------------------------------------------------------------
 test: lint sanity unit molecule

@@ -89,6 +89,37 @@ def probe_summary(facts, host):
     }
 
 
+def _mib(value):
+    return '?' if value is None else str(value)
+
+
+def probe_summary_lines(summary):
+    """The summary as the lines a person reads: the host, one line per GPU and who holds it, the units."""
+    gpus = summary.get('gpus') or []
+    lines = ['%s: %s%s, %s CPUs, driver %s, CUDA %s, %d GPU(s)' % (
+        summary.get('host'), summary.get('os') or 'unknown OS',
+        ' (%s container)' % summary['container'] if summary.get('container') else '',
+        summary.get('cpu_count'), summary.get('driver'), summary.get('cuda'), len(gpus))]
+    for gpu in gpus:
+        holders = ', '.join('%s pid %s %s MiB' % (h.get('unit') or 'no unit', h.get('pid'), _mib(h.get('used_memory_mib')))
+                            for h in gpu.get('holders') or [])
+        unexplained = gpu.get('unexplained_memory_mib')
+        lines.append('GPU%s %s cc %s: %s/%s MiB used%s%s%s' % (
+            gpu.get('index'), gpu.get('name'), gpu.get('compute_capability'), _mib(gpu.get('memory_used_mib')),
+            _mib(gpu.get('memory_total_mib')), ', held by ' + holders if holders else ', free',
+            ', %s MiB unexplained' % unexplained if unexplained else '',
+            ', NVLink to GPU%s' % ','.join(str(i) for i in gpu['nvlink_peers']) if gpu.get('nvlink_peers') else ''))
+    for name, unit in sorted((summary.get('units') or {}).items()):
+        state = unit.get('load_state') if unit.get('load_state') != 'loaded' else '%s/%s' % (unit.get('active_state'), unit.get('sub_state'))
+        lines.append('unit %s: %s%s' % (name, state, ' pid %s' % unit['main_pid'] if unit.get('main_pid') else ''))
+    for path, disk in sorted((summary.get('disks') or {}).items()):
+        free = disk.get('free_bytes')
+        lines.append('disk %s: %s GiB free on %s%s' % (
+            path, '?' if free is None else round(free / 2 ** 30, 1), disk.get('mount_point'),
+            '' if disk.get('exists') else ' (does not exist yet; checked %s)' % disk.get('checked_path')))
+    return lines
+
+
 class FilterModule:
     def filters(self):
-        return {'probe_summary': probe_summary}
+        return {'probe_summary': probe_summary, 'probe_summary_lines': probe_summary_lines}

@@ -53,3 +53,14 @@ def test_a_host_without_gpus_or_systemd():
     summary = probe_summary({'nvidia_gpus': [], 'nvidia_driver': {'version': None, 'cuda_version': None},
                              'systemd_units': {}, 'specdec_host': {'container': {'detected': False}}}, 'bare')
     assert summary['gpus'] == [] and summary['units'] == {} and summary['container'] is None
+
+
+def test_lines_name_the_holder_and_tell_missing_units_from_stopped():
+    from ansible_collections.specdec.bench.plugins.filter.probe_summary import probe_summary_lines
+    lines = probe_summary_lines(probe_summary(FACTS, 'ct200'))
+    assert lines[0] == 'ct200: Debian GNU/Linux 12 (bookworm) (podman container), 2 CPUs, driver 580.95.05, CUDA 13.0, 2 GPU(s)'
+    assert lines[1] == 'GPU0 X cc 12.0: 56077/97887 MiB used, held by ddtree-qwen.service pid 812 56077 MiB, NVLink to GPU1'
+    assert lines[2] == 'GPU1 X cc 12.0: 0/97887 MiB used, free'
+    assert 'unit nosuch.service: not-found' in lines
+    assert 'unit sglang-dflash-smoke.service: inactive/dead' in lines
+    assert lines[-1] == 'disk /root/bench_results: 0.0 GiB free on / (does not exist yet; checked /root)'
