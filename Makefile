@@ -17,7 +17,7 @@ export ANSIBLE_COLLECTIONS_PATH := $(CURDIR)/$(CACHE)/collections
 export ANSIBLE_FORCE_COLOR := 0
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: help demo test setup host-packages venv image sim-up sim-down lint sanity unit molecule build clean
+.PHONY: help demo test setup host-packages venv image sim-up sim-down lint sanity unit collection molecule build clean
 
 help:
 	@echo "make demo   bring up the simulated hosts and run the pipeline against them"
@@ -60,7 +60,7 @@ demo: sim-up
 	@echo "The simulated hosts keep running: podman exec specdec-demo-ct200 nvidia-smi; make sim-down removes them."
 
 ## --- tests ----------------------------------------------------------------------------------
-test: lint sanity unit molecule
+test: lint sanity unit collection molecule
 
 lint: venv
 	$(BIN)/ansible-lint --profile production
@@ -70,6 +70,9 @@ sanity: venv
 
 unit: venv
 	$(BIN)/python -m pytest tests/unit
+
+collection: venv
+	tests/build/check_collection.sh
 
 molecule: image
 	SIM_IMAGE=$$(cat $(CACHE)/sim/image) $(BIN)/molecule test --all

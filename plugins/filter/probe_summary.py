@@ -2,45 +2,12 @@
 # Copyright: (c) 2026, specdec.bench developers
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""probe_summary: the few lines a person reads about a host, from the facts that specdec.bench.probe set."""
+"""probe_summary and probe_summary_lines: what a person reads about a host, from the facts that specdec.bench.probe set.
+
+Their documentation is in probe_summary.yml and probe_summary_lines.yml beside this file.
+"""
 
 from __future__ import annotations
-
-DOCUMENTATION = r"""
-name: probe_summary
-short_description: Summarize one host's probe facts
-version_added: 0.1.0
-author: specdec.bench developers (!UNKNOWN)
-description:
-  - Reduces the facts set by M(specdec.bench.probe) (C(nvidia_gpus), C(nvidia_driver), C(systemd_units),
-    C(specdec_host)) to what decides a benchmark plan, per GPU who holds it and with how much memory.
-  - Pure function of its input; missing facts give empty or null entries.
-options:
-  _input:
-    description: The host's C(ansible_facts).
-    type: dict
-    required: true
-  host:
-    description: The name the summary carries (usually C(inventory_hostname)).
-    type: str
-    required: true
-"""
-
-EXAMPLES = r"""
-- name: Summarize the host
-  ansible.builtin.set_fact:
-    probe_summary: "{{ ansible_facts | specdec.bench.probe_summary(inventory_hostname) }}"
-"""
-
-RETURN = r"""
-_value:
-  description: >-
-    C(host), C(os), C(container), C(cpu_count), C(memory_total_bytes), C(driver), C(cuda), C(gpus) (index, uuid,
-    name, compute capability, memory used/total MiB, C(holders) with pid, unit and MiB, unexplained MiB, NVLink peers),
-    C(units) (name to load, active and sub state, main pid), C(disks), C(listening_ports), C(toolchain), C(python_envs).
-  type: dict
-"""
-
 
 def _gpu(gpu):
     return {
