@@ -9,6 +9,7 @@ Their documentation is in probe_summary.yml and probe_summary_lines.yml beside t
 
 from __future__ import annotations
 
+
 def _gpu(gpu):
     return {
         'index': gpu.get('index'),

@@ -11,7 +11,7 @@ if ! out=$("$bin/ansible-galaxy" collection install --force -p "$work/installed"
   exit 1
 fi
 export ANSIBLE_COLLECTIONS_PATH=$work/installed
-modules=$(cd "$repo/plugins/modules" && ls ./*.py | sed 's|^\./||; s|\.py$||')
+modules=$(cd "$repo/plugins/modules" && for path in *.py; do echo "${path%.py}"; done)
 # Filter names are the keys of each FilterModule.filters() dict.
 filters=$("$bin/python" -c '
 import re, sys

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Wall time of playbooks/probe.yml over SSH on 127.0.0.1, against what it replaces, on simulated CT200 hosts.
 
     .venv/bin/python tests/perf/bench_probe.py [--runs 5] [--hosts 1,4,16]
@@ -72,7 +71,8 @@ def start_hosts(count, image, key_pub, first_port):
         hosts.append((name, port))
     for name, _port in hosts:
         wait_for(lambda n=name: subprocess.run(["podman", "exec", n, "systemctl", "is-system-running", "--wait"],
-                                               capture_output=True, text=True).stdout.strip() in ("running", "degraded"),
+                                               check=False, capture_output=True,
+                                               text=True).stdout.strip() in ("running", "degraded"),
                  f"{name} to boot")
         sh("podman", "exec", name, "sh", "-c",
            "install -d -m 700 /root/.ssh && cat > /root/.ssh/authorized_keys", input=key_pub)
@@ -94,7 +94,7 @@ def seed(inventory_path, env):
 
 def timed(cmd, env):
     start = time.perf_counter()
-    result = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    result = subprocess.run(cmd, check=False, capture_output=True, text=True, env=env)
     elapsed = time.perf_counter() - start
     if result.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}")
@@ -142,7 +142,7 @@ def main():
                 "probe": probe_cmd + ["-i", str(one)],
             }
             times = {name: [] for name in variants}
-            for _ in range(args.runs):  # interleaved, so drift hits every variant alike
+            for _run in range(args.runs):  # interleaved, so drift hits every variant alike
                 for name, cmd in variants.items():
                     times[name].append(timed(cmd, env))
             med = {name: statistics.median(t) for name, t in times.items()}
@@ -164,14 +164,16 @@ def main():
                 inv = tmp / f"n{count}" / "hosts"
                 inv.parent.mkdir(exist_ok=True)
                 inv.write_text("\n".join(inventory.splitlines()[:count]) + "\n")
-                t = statistics.median(timed(probe_cmd + ["-i", str(inv)], env) for _ in range(args.runs))
+                t = statistics.median(timed(probe_cmd + ["-i", str(inv)], env) for _run in range(args.runs))
                 base = base or t
                 print(f"| {count} | {t:.2f} | {t / count:.2f} | {t / base:.2f}x |")
         finally:
-            names = subprocess.run(["podman", "ps", "-a", "--format", "{{.Names}}"], capture_output=True, text=True).stdout
+            # Cleanup: best effort, and never masking the error that got us here.
+            names = subprocess.run(["podman", "ps", "-a", "--format", "{{.Names}}"],
+                                   check=False, capture_output=True, text=True).stdout
             doomed = [n for n in names.split() if n.startswith(PREFIX)]
             if doomed:
-                subprocess.run(["podman", "rm", "-f", "-t", "0", *doomed], capture_output=True)
+                subprocess.run(["podman", "rm", "-f", "-t", "0", *doomed], check=False, capture_output=True)
     return 0
 
 

@@ -6,7 +6,8 @@ repo=$(cd "$(dirname "$0")/../.." && pwd)
 root=$repo/.cache/sanity/ansible_collections/specdec/bench
 rm -rf "$root" && mkdir -p "$root"
 # Only what git tracks (or would track): the copy is what a clean clone holds.
-(cd "$repo" && git ls-files -z --cached --others --exclude-standard) | (cd "$repo" && xargs -0 cp --parents -t "$root" 2>/dev/null || true)
+# cp's errors are ignored: a tracked file deleted in the work tree is simply not copied.
+(cd "$repo" && git ls-files -z --cached --others --exclude-standard) | (cd "$repo" && { xargs -0 cp --parents -t "$root" 2>/dev/null || true; })
 # ansible-test fetches a pip bootstrap script from a host we cannot reach; give it the stand-in.
 pip_version=$(sed -n "s/^ *pip='\([0-9.]*\)',$/\1/p" "$repo"/.venv/lib/python3.*/site-packages/ansible_test/_internal/python_requirements.py | head -1)
 pip_version=${pip_version:-24.2}

@@ -470,7 +470,7 @@ def nvml_version(layout):
 
 def split_bus_id(bus_id):
     """'00000000:00:06.0' -> (domain, bus, device, function) as ints."""
-    head, _, function = bus_id.rpartition(".")
+    head, _dot, function = bus_id.rpartition(".")
     parts = head.split(":")
     domain = int(parts[-3], 16) if len(parts) >= 3 else 0
     return domain, int(parts[-2], 16), int(parts[-1], 16), int(function, 16)
@@ -517,7 +517,7 @@ def gpu_values(gpu, layout, claims, now):
     v["driver_version"] = layout["driver_version"]
     v["count"] = len(layout.get("gpus", []))
     if v["pci.bus_id"]:
-        domain, bus, device, _ = split_bus_id(v["pci.bus_id"])
+        domain, bus, device, _function = split_bus_id(v["pci.bus_id"])
         v["pci.domain"] = gpu.get("pci.domain", "0x%04X" % domain)
         v["pci.bus"] = gpu.get("pci.bus", "0x%02X" % bus)
         v["pci.device"] = gpu.get("pci.device", "0x%02X" % device)

@@ -95,7 +95,7 @@ class Smi:
         return env
 
     def run(self, *args, **extra_env):
-        return subprocess.run([sys.executable, str(SMI)] + list(args), env=self.env(**extra_env),
+        return subprocess.run([sys.executable, str(SMI)] + list(args), env=self.env(**extra_env), check=False,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                               timeout=DEADLINE_S)
 
@@ -238,10 +238,10 @@ def test_version(h200):
 def test_every_query_gpu_field_and_alias_of_the_real_help_is_accepted(h200):
     fields = help_field_names("help_query_gpu.txt")
     assert len(fields) > 200
-    canonical = [name for name, _ in fields]
+    canonical = [name for name, _aliases in fields]
     aliases = [(alias, name) for name, names in fields for alias in names]
     for requested, expected in ((canonical, canonical),
-                                ([a for a, _ in aliases], [n for _, n in aliases])):
+                                ([alias for alias, _name in aliases], [name for _alias, name in aliases])):
         lines = h200.out("--query-gpu=" + ",".join(requested), "--format=csv").splitlines()
         assert len(lines) == 2
         header = [re.sub(r" \[[^]]+\]$", "", h) for h in lines[0].split(", ")]
@@ -254,7 +254,7 @@ def test_every_query_apps_field_and_alias_of_the_real_help_is_accepted(h200):
     names = [n for name, aliases in fields for n in [name] + aliases]
     header = h200.out("--query-compute-apps=" + ",".join(names), "--format=csv").splitlines()
     assert len(header) == 1
-    expected = [name for name, aliases in fields for _ in [name] + aliases]
+    expected = [name for name, aliases in fields for _spelling in [name] + aliases]
     assert [re.sub(r" \[[^]]+\]$", "", h) for h in header[0].split(", ")] == expected
 
 

@@ -215,7 +215,7 @@ def test_autoregressive_accepts_one_token_per_step():
     wl = sim_model.Workload()
     assert sim_model.expected_tau(wl) == 1.0
     sampler = sim_model.AcceptanceSampler(wl, 1)
-    assert {sampler.next() for _ in range(100)} == {1}
+    assert {sampler.next() for _step in range(100)} == {1}
 
 
 def test_dflash_tau_and_step_cost_are_in_the_published_range():
@@ -265,8 +265,8 @@ def test_acceptance_is_deterministic_per_seed_and_averages_to_tau():
     wl = ddtree(64)
     first = sim_model.AcceptanceSampler(wl, 42)
     second = sim_model.AcceptanceSampler(wl, 42)
-    draws = [first.next() for _ in range(5000)]
-    assert draws == [second.next() for _ in range(5000)]
+    draws = [first.next() for _step in range(5000)]
+    assert draws == [second.next() for _step in range(5000)]
     assert all(1 <= d <= wl.num_draft_tokens for d in draws)
     assert abs(sum(draws) / len(draws) - sim_model.expected_tau(wl)) < 0.1
     assert sim_model.request_seed("a prompt", 64) == sim_model.request_seed("a prompt", 64)
@@ -415,7 +415,7 @@ def test_fault_never_ready_keeps_health_at_503(emulator):
 def test_fault_crash_drops_the_stream_and_exits(emulator):
     emu = emulator(env={"SIM_SGLANG_FAULT": "crash", "SIM_SGLANG_CRASH_AFTER": "1"})
     emu.wait_ready()
-    status, _ = emu.post("/generate", {"text": "first", "sampling_params": {"max_new_tokens": 8}})
+    status, _body = emu.post("/generate", {"text": "first", "sampling_params": {"max_new_tokens": 8}})
     assert status == 200
     conn = http.client.HTTPConnection("127.0.0.1", emu.port, timeout=DEADLINE_S)
     conn.request("POST", "/generate", json.dumps({"text": "second", "stream": True,
@@ -482,7 +482,7 @@ def test_generate_returns_text_ids_and_meta_info(dflash):
 
 def test_generate_is_deterministic_per_prompt(dflash):
     body = {"text": "The same prompt twice", "sampling_params": {"max_new_tokens": 32}}
-    first, second = (json.loads(dflash.post("/generate", body)[1]) for _ in range(2))
+    first, second = (json.loads(dflash.post("/generate", body)[1]) for _attempt in range(2))
     assert first["text"] == second["text"]
     assert first["meta_info"]["spec_verify_ct"] == second["meta_info"]["spec_verify_ct"]
 

@@ -10,6 +10,7 @@ What SGLang has no flag for comes from the environment:
     SIM_SGLANG_LOAD_SECONDS   2      start -> ready; every route answers 503 meanwhile
     SIM_SGLANG_FAULT          ""     fail_start | crash | never_ready
     SIM_SGLANG_CRASH_AFTER    3      crash: generate requests served before the one that dies mid-stream
+                                     (a streamed one dies only once its client was sent the tokens so far)
     SIM_SGLANG_TIME_SCALE     1      multiplies every modelled delay; 0 = no sleeping
     SIM_SGLANG_MODEL_BYTES    -      weights size; else <model>/model.safetensors.index.json, else the name ("27B")
     SIM_SGLANG_DRAFT_BYTES    -      draft weights; else the draft's index, else 8% of the target

@@ -17,6 +17,10 @@ from typing import Callable, List, Optional
 
 from . import _sim_model as model
 
+# How long the crash fault waits for the HTTP side to have written what a streamed request was given
+# before the process dies (a client that stopped reading must not hold the crash off for ever).
+CRASH_DELIVERY_TIMEOUT_S = 10.0
+
 WORDS = (
     "the of and to in is that for it as was with be by on not he this are or his from at which "
     "but have an they you were her she there one all we their been has when who will more no if "
@@ -58,6 +62,8 @@ class GenRequest:
         self.started = time.perf_counter()
         self.finished_at: Optional[float] = None
         self.dp_rank = 0
+        self._delivered = 0  # tokens the HTTP side has written to the client (streaming)
+        self._delivery = threading.Condition()
 
     @property
     def completion_tokens(self) -> int:
@@ -70,6 +76,24 @@ class GenRequest:
             self.finished = True
             self.finished_at = time.perf_counter()
         self.sink.put((self.index, len(self.output_ids), self.verify_ct, self.finished))
+
+    def mark_delivered(self, count: int) -> None:
+        """The HTTP side has written the first ``count`` output tokens to the client."""
+        with self._delivery:
+            self._delivered = max(self._delivered, count)
+            self._delivery.notify_all()
+
+    def wait_delivered(self, timeout: float) -> bool:
+        """Until every token emitted so far has been written to the client (False at the deadline,
+        or at once when the request was aborted)."""
+        deadline = time.monotonic() + timeout
+        with self._delivery:
+            while self._delivered < len(self.output_ids):
+                remaining = deadline - time.monotonic()
+                if self.aborted or remaining <= 0:
+                    return False
+                self._delivery.wait(min(remaining, 0.1))
+        return True
 
     def meta_info(self, final: bool, spec: bool, weight_version: str = "default") -> dict:
         meta = {
@@ -277,7 +301,7 @@ class Engine:
         context = sum(r.prompt_tokens + r.completion_tokens for r in running)
         self._spend(model.decode_step_ms(self.hw, self.wl, len(running), context))
         if any(r.crash_trigger for r in running):
-            self._crash()
+            self._crash(running)
         accepted_total = 0
         with self.cond:
             for req in running:
@@ -344,6 +368,11 @@ class Engine:
             context = sum(r.prompt_tokens + r.completion_tokens for r in self.running)
         return context / self.max_total_num_tokens
 
-    def _crash(self) -> None:
+    def _crash(self, running: Optional[List[GenRequest]] = None) -> None:
+        # The crash fault kills a stream mid-way: the client must have been sent what the request
+        # generated before the step that dies, however late the HTTP thread gets scheduled.
+        for req in running or ():
+            if req.crash_trigger and req.stream:
+                req.wait_delivered(CRASH_DELIVERY_TIMEOUT_S)
         if self.on_crash is not None:
             self.on_crash()

@@ -213,7 +213,7 @@ def alpha_for_tau(tau: float, max_accept: int) -> float:
     if tau >= max_accept:
         return 1.0
     lo, hi = 0.0, 1.0
-    for _ in range(60):
+    for _bisection in range(60):
         mid = (lo + hi) / 2
         if linear_tau(mid, max_accept) < tau:
             lo = mid
@@ -250,4 +250,4 @@ class AcceptanceSampler:
 def token_ids(seed: int, count: int, vocab_size: int = 32000):
     """Deterministic output token ids for a request."""
     rng = random.Random(seed ^ 0x5EED)
-    return [rng.randrange(1000, vocab_size) for _ in range(count)]
+    return [rng.randrange(1000, vocab_size) for _token in range(count)]

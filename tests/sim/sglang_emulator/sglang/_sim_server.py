@@ -799,7 +799,8 @@ class Handler(BaseHTTPRequestHandler):
             if all(e.load() == 0 for e in self.sim.engines) or time.monotonic() >= deadline:
                 break
             time.sleep(0.05)
-        ok = all([e.flush_cache() for e in self.sim.engines])
+        flushed = [e.flush_cache() for e in self.sim.engines]  # every engine, even after one refuses
+        ok = all(flushed)
         if ok:
             self._text(200, "Cache flushed.\nPlease check backend logs for more details. (When there are running "
                             "or waiting requests, the operation will not be performed.)\n")
@@ -854,13 +855,17 @@ class Handler(BaseHTTPRequestHandler):
         return reqs, sink
 
     def _updates(self, reqs, sink):
-        """Yield (request, finished) as the engine makes progress, until all are finished."""
+        """Yield (request, finished) as the engine makes progress, until all are finished.
+
+        The caller has written out each update by the time it asks for the next one; the request
+        is then marked delivered up to that update's token count."""
         pending = {r.index for r in reqs}
         while pending:
-            index, _count, _verify, finished = sink.get()
+            index, count, _verify, finished = sink.get()
             if finished:
                 pending.discard(index)
             yield reqs[index], finished
+            reqs[index].mark_delivered(count)
 
     def _abort(self, reqs) -> None:
         for req in reqs:
@@ -907,7 +912,7 @@ class Handler(BaseHTTPRequestHandler):
         stream = bool(body.get("stream"))
         reqs, sink = self._submit(counts, max_tokens, seeds, rids, stream)
         if not stream:
-            for _ in self._updates(reqs, sink):
+            for _update in self._updates(reqs, sink):  # run to completion
                 pass
             outs = [self._native_output(r, True, False) for r in reqs]
             self._json(200, outs if batch else outs[0])
@@ -953,7 +958,7 @@ class Handler(BaseHTTPRequestHandler):
         model_name = body.get("model") or self.sim.args["served_model_name"]
         created = int(time.time())
         if not body.get("stream"):
-            for _ in self._updates(reqs, sink):
+            for _update in self._updates(reqs, sink):  # run to completion
                 pass
             self._json(200, {
                 "id": rid, "object": "text_completion", "created": created, "model": model_name,
@@ -995,7 +1000,7 @@ class Handler(BaseHTTPRequestHandler):
         model_name = body.get("model") or self.sim.args["served_model_name"]
         created = int(time.time())
         if not body.get("stream"):
-            for _ in self._updates(reqs, sink):
+            for _update in self._updates(reqs, sink):  # run to completion
                 pass
             self._json(200, {
                 "id": rid, "object": "chat.completion", "created": created, "model": model_name,
