@@ -46,6 +46,14 @@ options:
     type: str
     choices: [auto, smi, nvml]
     default: auto
+  summary_dir:
+    description:
+      - A folder on the controller where the action plugin saves the host's summary as C(<inventory_hostname>.json)
+        (written atomically, and only when it changed; in check mode too, since it is a report, not a host change).
+      - The summary is also returned as C(ansible_facts.specdec_probe_summary) and RV(summary_lines), see
+        P(specdec.bench.probe_summary#filter). Not saved when unset.
+      - The module on the host ignores it.
+    type: path
 extends_documentation_fragment:
   - specdec.bench.facts
   - specdec.bench.gpu_probe
@@ -86,11 +94,29 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+summary_lines:
+  description: The host's summary as lines to read (P(specdec.bench.probe_summary_lines#filter)), made on the controller.
+  returned: success
+  type: list
+  elements: str
+  sample:
+    - "ct200: Debian GNU/Linux 12 (bookworm), 96 CPUs, driver 580.95.05, CUDA 13.0, 8 GPU(s)"
+    - "GPU0 NVIDIA RTX PRO 6000 Blackwell Server Edition cc 12.0: 56077/97887 MiB used, held by ddtree-qwen.service pid 47028 56077 MiB"
+summary_path:
+  description: Where the summary was saved on the controller.
+  returned: when O(summary_dir) is set
+  type: str
+  sample: /home/me/bench/results/probe/ct200.json
 ansible_facts:
   description: Facts added to the host, those of the parts in O(gather).
   returned: always
   type: dict
   contains:
+    specdec_probe_summary:
+      description: The summary made on the controller by P(specdec.bench.probe_summary#filter) from the facts below.
+      returned: success
+      type: dict
+      sample: {"host": "ct200", "driver": "580.95.05", "cuda": "13.0", "gpus": [], "units": {}}
     nvidia_gpus:
       description:
         - Every GPU, sorted by index, each as RV(specdec.bench.gpu_facts#module:ansible_facts.nvidia_gpus) describes it.
@@ -188,6 +214,7 @@ def main():
             gather=dict(type='list', elements='str', default=list(PARTS), choices=list(PARTS)),
             units=dict(type='list', elements='str', default=[]),
             gpu_backend=dict(type='str', default='auto', choices=list(BACKENDS)),
+            summary_dir=dict(type='path'),  # used by the action plugin on the controller
             **GPU_OPTIONS,
             **HOST_OPTIONS
         ),

@@ -74,7 +74,7 @@ def start_hosts(count, image, key_pub, first_port):
                                                check=False, capture_output=True,
                                                text=True).stdout.strip() in ("running", "degraded"),
                  f"{name} to boot")
-        sh("podman", "exec", name, "sh", "-c",
+        sh("podman", "exec", "-i", name, "sh", "-c",
            "install -d -m 700 /root/.ssh && cat > /root/.ssh/authorized_keys", input=key_pub)
     inventory = "\n".join(f"ct200-{i} ansible_host=127.0.0.1 ansible_port={port} ansible_user=root"
                           for i, (_name, port) in enumerate(hosts))
@@ -88,8 +88,11 @@ def seed(inventory_path, env):
     for h in hosts:
         (inv.parent / "host_vars").mkdir(exist_ok=True)
         (inv.parent / "host_vars" / f"{h}.yml").write_text("sim_profile: ct200\n")
-    subprocess.run([str(REPO / ".venv/bin/ansible-playbook"), "-i", inventory_path, str(REPO / "tests/sim/seed.yml")],
-                   check=True, capture_output=True, env=env)
+    result = subprocess.run([str(REPO / ".venv/bin/ansible-playbook"), "-i", inventory_path, str(REPO / "tests/sim/seed.yml")],
+                            check=False, capture_output=True, text=True,
+                            env=dict(env, ANSIBLE_STDOUT_CALLBACK="ansible.builtin.default"))
+    if result.returncode != 0:
+        raise SystemExit(f"seeding failed:\n{result.stdout[-4000:]}\n{result.stderr[-2000:]}")
 
 
 def timed(cmd, env):
@@ -119,7 +122,7 @@ def main():
                    ANSIBLE_COLLECTIONS_PATH=str(REPO / ".cache/collections"),
                    ANSIBLE_PRIVATE_KEY_FILE=str(key), ANSIBLE_HOST_KEY_CHECKING="False",
                    ANSIBLE_SSH_ARGS=" ".join(SSH_OPTS), ANSIBLE_PYTHON_INTERPRETER="/usr/bin/python3",
-                   ANSIBLE_FORKS="16", ANSIBLE_STDOUT_CALLBACK="ansible.builtin.null")
+                   ANSIBLE_FORKS="16", ANSIBLE_TIMEOUT="60", ANSIBLE_STDOUT_CALLBACK="ansible.builtin.null")
         (tmp / "facts.yml").write_text(FACTS_PLAYBOOK)
         (tmp / "floor.yml").write_text(FLOOR_PLAYBOOK)
         probe_cmd = [str(bin_dir / "ansible-playbook"), str(REPO / "playbooks/probe.yml"),

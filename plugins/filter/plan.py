@@ -1,0 +1,634 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, specdec.bench developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""model_bytes, fit_tp and campaign_plan: a host's facts and a campaign spec -> the stages to run.
+
+Pure functions, so the plan can be printed in check mode and tested without a host. A stage is made here and only
+here; roles read it and never rebuild it. Their documentation is in the .yml files of the same names beside this file.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+import string
+from collections.abc import Mapping
+
+from ansible.errors import AnsibleFilterError
+from ansible_collections.specdec.bench.plugins.module_utils._systemd import normalize_unit_name
+
+GIB = 1024 ** 3
+DEFAULT_MEM_FRACTION = 0.9
+DEFAULT_MIN_KV_HEADROOM_GIB = 4
+DEFAULT_BASE_PORT = 31000
+HOST = '127.0.0.1'
+# Campaign, TP and stage ids become file names and systemd unit names: no '/', spaces or shell characters.
+ID_PATTERN = '[a-z0-9][a-z0-9._-]*'
+_ID_RE = re.compile(ID_PATTERN + r'\Z')
+_ENV_NAME_RE = re.compile(r'[A-Za-z_][A-Za-z0-9_]*\Z')
+_FLAG_RE = re.compile(r'--[A-Za-z0-9][A-Za-z0-9_-]*\Z')
+CAMPAIGN_MAX_LEN = 64
+UNIT_PREFIX = 'specdec-'
+
+SPEC_KEYS = ('campaign', 'description', 'model', 'draft', 'tp', 'methods', 'workload', 'concurrency',
+             'mem_fraction', 'min_kv_headroom_gib', 'extra_args', 'env')
+MODEL_KEYS = ('path', 'bytes')
+TP_KEYS = ('size', 'gpus', 'id')
+WORKLOAD_REQUIRED = ('input_len', 'output_len', 'num_prompts')
+WORKLOAD_OPTIONAL = ('seed', 'request_rate', 'warmup_requests')
+METHOD_TABLE_KEYS = ('args', 'env', 'params', 'description')
+PARAM_KEYS = ('type', 'required', 'default', 'short')
+PARAM_TYPES = ('int',)
+# What a method's args and env may refer to besides its own params.
+STAGE_FIELDS = ('model', 'draft', 'tp', 'port')
+POSITIVE_INT = 'a positive integer (1, 2, 3, ...)'
+
+
+def _is_int(value):
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value):
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _is_positive_int(value):
+    return _is_int(value) and value > 0
+
+
+def _powers_of_two(limit):
+    sizes, size = [], 1
+    while size <= limit:
+        sizes.append(size)
+        size *= 2
+    return sizes
+
+
+def _gib(value):
+    return round(value, 2)
+
+
+def _fail(field, problem, allowed):
+    raise AnsibleFilterError('campaign_plan: %s %s; allowed: %s' % (field, problem, allowed))
+
+
+# --- model_bytes and fit_tp ---------------------------------------------------------------------------------------
+
+def model_bytes(index):
+    """metadata.total_size of a safetensors index (model.safetensors.index.json), parsed or as its JSON text."""
+    if isinstance(index, (str, bytes)):
+        try:
+            index = json.loads(index)
+        except ValueError as exc:
+            raise AnsibleFilterError('model_bytes: the safetensors index is not JSON: %s' % exc)
+    total = ((index or {}).get('metadata') or {}).get('total_size') if isinstance(index, Mapping) else None
+    if isinstance(total, str) and total.isdigit():
+        total = int(total)
+    if not _is_positive_int(total):
+        raise AnsibleFilterError('model_bytes: metadata.total_size of the safetensors index is %r; allowed: %s'
+                                 % (total, POSITIVE_INT))
+    return total
+
+
+def _memory_mib(gpus, caller):
+    """memory_total_mib of each GPU, from GPU facts or plain numbers."""
+    if not isinstance(gpus, (list, tuple)):
+        raise AnsibleFilterError('%s: gpus is %r; allowed: a list of GPU facts or of memory_total_mib numbers' % (caller, gpus))
+    memory = []
+    for position, gpu in enumerate(gpus):
+        mib = gpu.get('memory_total_mib') if isinstance(gpu, Mapping) else gpu
+        if not _is_number(mib) or mib <= 0:
+            raise AnsibleFilterError('%s: gpus[%d].memory_total_mib is %r; allowed: a positive number of MiB'
+                                     % (caller, position, mib))
+        memory.append(mib)
+    return memory
+
+
+def _check_capacity_options(weights_bytes, mem_fraction, min_kv_headroom_gib, caller):
+    if not _is_number(weights_bytes) or weights_bytes <= 0:
+        raise AnsibleFilterError('%s: model bytes are %r; allowed: a positive number of bytes' % (caller, weights_bytes))
+    if not _is_number(mem_fraction) or not 0 < mem_fraction <= 1:
+        raise AnsibleFilterError('%s: mem_fraction is %r; allowed: a number in (0, 1]' % (caller, mem_fraction))
+    if not _is_number(min_kv_headroom_gib) or min_kv_headroom_gib < 0:
+        raise AnsibleFilterError('%s: min_kv_headroom_gib is %r; allowed: a number >= 0' % (caller, min_kv_headroom_gib))
+
+
+def _capacity(weights_bytes, memory_mib, tp, mem_fraction, min_kv_headroom_gib):
+    """The headroom rule at one TP size, on the smallest GPU of the group.
+
+    usable = mem_fraction x GPU memory (what SGLang's --mem-fraction-static lets it take), weights shard evenly
+    over tp GPUs, and the rest of usable is the KV cache: it fits when that is at least min_kv_headroom_gib.
+    """
+    gpu_gib = min(memory_mib) / 1024.0
+    usable = mem_fraction * gpu_gib
+    weights = weights_bytes / float(tp) / GIB
+    headroom = usable - weights
+    return {
+        'tp': tp,
+        'gpu_memory_gib': _gib(gpu_gib),
+        'usable_per_gpu_gib': _gib(usable),
+        'weights_per_gpu_gib': _gib(weights),
+        'kv_headroom_per_gpu_gib': _gib(headroom),
+        'fits': headroom >= min_kv_headroom_gib,
+    }
+
+
+def _short_of_memory(capacity, mem_fraction, min_kv_headroom_gib):
+    return ('at TP%d the weights take %s GiB per GPU, leaving %s GiB for the KV cache of the %s GiB usable '
+            '(mem_fraction %s x %s GiB GPU memory), below min_kv_headroom_gib %s' % (
+                capacity['tp'], capacity['weights_per_gpu_gib'], capacity['kv_headroom_per_gpu_gib'],
+                capacity['usable_per_gpu_gib'], mem_fraction, capacity['gpu_memory_gib'], min_kv_headroom_gib))
+
+
+def fit_tp(weights_bytes, gpus, mem_fraction=DEFAULT_MEM_FRACTION, min_kv_headroom_gib=DEFAULT_MIN_KV_HEADROOM_GIB):
+    """The smallest power-of-two TP size that holds the weights with KV headroom left, and how many such groups fit."""
+    memory = _memory_mib(gpus, 'fit_tp')
+    _check_capacity_options(weights_bytes, mem_fraction, min_kv_headroom_gib, 'fit_tp')
+    candidates = [_capacity(weights_bytes, memory, tp, mem_fraction, min_kv_headroom_gib) for tp in _powers_of_two(len(memory))]
+    best = next((c for c in candidates if c['fits']), None)
+    result = {
+        'fits': best is not None,
+        'min_tp': best['tp'] if best else None,
+        'dp_replicas': len(memory) // best['tp'] if best else 0,
+        'weights_per_gpu_gib': best['weights_per_gpu_gib'] if best else None,
+        'kv_headroom_per_gpu_gib': best['kv_headroom_per_gpu_gib'] if best else None,
+        'model_gib': _gib(weights_bytes / float(GIB)),
+        'gpu_count': len(memory),
+        'gpu_memory_gib': _gib(min(memory) / 1024.0) if memory else None,
+        'usable_per_gpu_gib': _gib(mem_fraction * min(memory) / 1024.0) if memory else None,
+        'candidates': candidates,
+        'reason': None,
+    }
+    if not memory:
+        result['reason'] = 'no GPUs'
+    elif best is None:
+        result['reason'] = '%s GiB of weights do not fit on %d GPU(s): %s' % (
+            result['model_gib'], len(memory), _short_of_memory(candidates[-1], mem_fraction, min_kv_headroom_gib))
+    return result
+
+
+# --- campaign spec validation -------------------------------------------------------------------------------------
+
+def _check_keys(value, field, allowed):
+    if not isinstance(value, Mapping):
+        _fail(field, 'is %r, not a mapping' % (value,), 'a mapping with keys %s' % ', '.join(allowed))
+    unknown = sorted(str(key) for key in value if key not in allowed)
+    if unknown:
+        _fail(field, 'has unknown key(s) %s' % ', '.join(unknown), ', '.join(allowed))
+
+
+def _check_id(value, field):
+    if not isinstance(value, str) or not _ID_RE.match(value):
+        _fail(field, 'is %r' % (value,), 'an id matching %s (lower-case letters, digits, ".", "_", "-"; '
+                                         'no "/", spaces or shell characters)' % ID_PATTERN)
+
+
+def _check_path(value, field):
+    if not isinstance(value, str) or not value.startswith('/') or '\n' in value:
+        _fail(field, 'is %r' % (value,), 'an absolute path on the host')
+
+
+def _int_values(value, field):
+    """A parameter's values: one positive integer or a non-empty list of distinct ones."""
+    values = value if isinstance(value, (list, tuple)) else [value]
+    if not values:
+        _fail(field, 'is an empty list', 'a positive integer or a non-empty list of them')
+    for position, item in enumerate(values):
+        item_field = '%s[%d]' % (field, position) if isinstance(value, (list, tuple)) else field
+        if not _is_positive_int(item):
+            _fail(item_field, 'is %r' % (item,), POSITIVE_INT)
+        if item in values[:position]:
+            _fail(item_field, 'repeats %r (a duplicate stage)' % (item,), 'distinct values')
+    return list(values)
+
+
+def _arg_items(args, field):
+    """A list of '--flag' strings and [flag, value] pairs, as lists of strings."""
+    if not isinstance(args, (list, tuple)):
+        _fail(field, 'is %r' % (args,), "a list of '--flag' strings and [flag, value] pairs")
+    items = []
+    for position, item in enumerate(args):
+        item_field = '%s[%d]' % (field, position)
+        pair = isinstance(item, (list, tuple))
+        flag = item[0] if pair and item else item
+        if (pair and len(item) != 2) or not isinstance(flag, str) or not _FLAG_RE.match(flag):
+            _fail(item_field, 'is %r' % (item,), "'--flag' or [--flag, value], the flag matching %s" % _FLAG_RE.pattern[:-2])
+        if pair:
+            value = item[1]
+            if isinstance(value, bool) or not isinstance(value, (str, int, float)) or '\n' in str(value):
+                _fail(item_field + '[1]', 'is %r' % (value,), 'a string or number on one line')
+            items.append([flag, str(value)])
+        else:
+            items.append(flag)
+    return items
+
+
+def _env_items(env, field):
+    if env is None:
+        return {}
+    if not isinstance(env, Mapping):
+        _fail(field, 'is %r' % (env,), 'a mapping of environment variable names to values')
+    items = {}
+    for name, value in env.items():
+        if not isinstance(name, str) or not _ENV_NAME_RE.match(name):
+            _fail('%s key %r' % (field, name), 'is not an environment variable name', _ENV_NAME_RE.pattern[:-2])
+        if isinstance(value, bool) or not isinstance(value, (str, int, float)) or '\n' in str(value):
+            _fail('%s.%s' % (field, name), 'is %r' % (value,), 'a string or number on one line')
+        items[name] = str(value)
+    return items
+
+
+def _template_fields(text, field, known):
+    """The {names} a str.format template uses; all must be known."""
+    try:
+        names = [name for _, name, _, _ in string.Formatter().parse(text) if name is not None]
+    except ValueError as exc:
+        raise AnsibleFilterError('campaign_plan: method table %s is %r: %s; allowed: str.format templates with '
+                                 '{name} fields (double a literal brace)' % (field, text, exc))
+    for name in names:
+        if name not in known:
+            raise AnsibleFilterError('campaign_plan: method table %s uses {%s}; allowed fields: %s'
+                                     % (field, name, ', '.join('{%s}' % k for k in known)))
+    return names
+
+
+def _method_table(methods):
+    """Validated per-method table (sglang_unit_methods): name -> {args, env, params}, and the fields each uses."""
+    if not isinstance(methods, Mapping) or not methods:
+        raise AnsibleFilterError('campaign_plan: methods (the per-method table, sglang_unit_methods) is %r; allowed: '
+                                 'a mapping of method name to {args, env, params}' % (methods,))
+    table = {}
+    for name, entry in methods.items():
+        where = 'method table %s' % name
+        if not isinstance(name, str) or not _ID_RE.match(name):
+            raise AnsibleFilterError('campaign_plan: method table key %r; allowed: a name matching %s' % (name, ID_PATTERN))
+        entry = entry or {}
+        if not isinstance(entry, Mapping) or any(key not in METHOD_TABLE_KEYS for key in entry):
+            raise AnsibleFilterError('campaign_plan: %s is %r; allowed keys: %s' % (where, entry, ', '.join(METHOD_TABLE_KEYS)))
+        params = {}
+        for param, rule in (entry.get('params') or {}).items():
+            rule = rule or {}
+            if (not isinstance(param, str) or not _ENV_NAME_RE.match(param) or param in STAGE_FIELDS
+                    or not isinstance(rule, Mapping) or any(key not in PARAM_KEYS for key in rule)):
+                raise AnsibleFilterError('campaign_plan: %s.params.%s is %r; allowed: a name other than %s with keys %s'
+                                         % (where, param, rule, ', '.join(STAGE_FIELDS), ', '.join(PARAM_KEYS)))
+            if rule.get('type', 'int') not in PARAM_TYPES:
+                raise AnsibleFilterError('campaign_plan: %s.params.%s.type is %r; allowed: %s'
+                                         % (where, param, rule.get('type'), ', '.join(PARAM_TYPES)))
+            short = rule.get('short', param)
+            if not isinstance(short, str) or not re.match(r'[a-z0-9_]+\Z', short):
+                raise AnsibleFilterError('campaign_plan: %s.params.%s.short is %r; allowed: [a-z0-9_]+' % (where, param, short))
+            default = rule.get('default')
+            if default is not None and not _is_positive_int(default):
+                raise AnsibleFilterError('campaign_plan: %s.params.%s.default is %r; allowed: %s' % (where, param, default, POSITIVE_INT))
+            params[param] = {'required': bool(rule.get('required', default is None)), 'default': default, 'short': short}
+        known = STAGE_FIELDS + tuple(params)
+        args = _arg_items(entry.get('args') or [], where + '.args')
+        env = _env_items(entry.get('env'), where + '.env')
+        uses = set()
+        for position, item in enumerate(args):
+            if isinstance(item, list):
+                uses.update(_template_fields(item[1], '%s.args[%d]' % (name, position), known))
+        for var, value in env.items():
+            uses.update(_template_fields(value, '%s.env.%s' % (name, var), known))
+        table[name] = {'args': args, 'env': env, 'params': params, 'uses': uses}
+    return table
+
+
+def _spec_methods(spec_methods, table):
+    """[(method, [params dict, ...])] in spec order, each method's parameter matrix in table order."""
+    allowed = ', '.join(sorted(table))
+    if not isinstance(spec_methods, Mapping) or not spec_methods:
+        _fail('methods', 'is %r' % (spec_methods,), 'a mapping of method name to parameters, methods: %s' % allowed)
+    plans = []
+    for method, given in spec_methods.items():
+        if method not in table:
+            _fail('methods.%s' % method, 'is not a known method', allowed)
+        rules = table[method]['params']
+        given = given or {}
+        if not isinstance(given, Mapping):
+            _fail('methods.%s' % method, 'is %r' % (given,), 'a mapping of parameters: %s' % (', '.join(rules) or 'none ({})'))
+        for param in given:
+            if param not in rules:
+                _fail('methods.%s.%s' % (method, param), 'is not a parameter of %s' % method, ', '.join(rules) or 'none ({})')
+        axes = []
+        for param, rule in rules.items():
+            field = 'methods.%s.%s' % (method, param)
+            if param in given:
+                axes.append(_int_values(given[param], field))
+            elif rule['default'] is not None:
+                axes.append([rule['default']])
+            elif rule['required']:
+                _fail(field, 'is required', 'a positive integer or a list of them')
+            else:
+                axes.append([None])
+        names = list(rules)
+        plans.append((method, [dict((n, v) for n, v in zip(names, combo) if v is not None) for combo in itertools.product(*axes)]))
+    return plans
+
+
+def _spec_tp(entries):
+    """[{size, pins (list or None), prefix, field}] after the host-independent checks."""
+    if not isinstance(entries, (list, tuple)) or not entries:
+        _fail('tp', 'is %r' % (entries,), 'a non-empty list of {size, gpus (optional), id (optional)}')
+    tps = []
+    for position, entry in enumerate(entries):
+        field = 'tp[%d]' % position
+        if _is_int(entry):
+            entry = {'size': entry}
+        _check_keys(entry, field, TP_KEYS)
+        size = entry.get('size')
+        if not _is_positive_int(size) or size & (size - 1):
+            _fail(field + '.size', 'is %r' % (size,), 'a power of two (1, 2, 4, 8, ...) no larger than the host\'s GPU count')
+        pins = entry.get('gpus')
+        if pins is not None:
+            if not isinstance(pins, (list, tuple)):
+                _fail(field + '.gpus', 'is %r' % (pins,), 'a list of %d GPU indices' % size)
+            for pin_position, pin in enumerate(pins):
+                if not _is_int(pin) or pin < 0:
+                    _fail('%s.gpus[%d]' % (field, pin_position), 'is %r' % (pin,), 'a GPU index (0, 1, 2, ...)')
+                if pin in pins[:pin_position]:
+                    _fail('%s.gpus[%d]' % (field, pin_position), 'pins GPU %d twice' % pin, 'distinct GPU indices')
+            if len(pins) != size:
+                _fail(field + '.gpus', 'lists %d GPU(s) for size %d' % (len(pins), size), 'exactly %d GPU indices (tp size)' % size)
+            pins = list(pins)
+        prefix = entry.get('id', 'tp%d' % size)
+        _check_id(prefix, field + '.id')
+        for other in tps:
+            if other['prefix'] == prefix:
+                _fail(field, 'has the id %r of %s (duplicate stages)' % (prefix, other['field']),
+                      'distinct TP entries; give one an id matching %s' % ID_PATTERN)
+            if other['size'] == size and other['pins'] == pins:
+                _fail(field, 'repeats %s (size %d, gpus %s: duplicate stages)' % (other['field'], size, pins), 'distinct TP entries')
+        tps.append({'size': size, 'pins': pins, 'prefix': prefix, 'field': field})
+    return tps
+
+
+def _spec_workload(workload):
+    _check_keys(workload, 'workload', WORKLOAD_REQUIRED + WORKLOAD_OPTIONAL)
+    for key in WORKLOAD_REQUIRED:
+        if not _is_positive_int(workload.get(key)):
+            _fail('workload.%s' % key, 'is %r' % (workload.get(key),), POSITIVE_INT)
+    for key in ('seed', 'warmup_requests'):
+        if key in workload and (not _is_int(workload[key]) or workload[key] < 0):
+            _fail('workload.%s' % key, 'is %r' % (workload[key],), 'an integer >= 0')
+    rate = workload.get('request_rate', 'inf')
+    if rate != 'inf' and (not _is_number(rate) or rate <= 0):
+        _fail('workload.request_rate', 'is %r' % (rate,), 'a positive number of requests per second, or "inf"')
+    return dict(workload)
+
+
+def _spec_concurrency(concurrency):
+    values = concurrency if isinstance(concurrency, (list, tuple)) else None
+    if not values:
+        _fail('concurrency', 'is %r' % (concurrency,), 'a non-empty list of positive integers')
+    for position, value in enumerate(values):
+        if not _is_positive_int(value):
+            _fail('concurrency[%d]' % position, 'is %r' % (value,), POSITIVE_INT)
+        if value in values[:position]:
+            _fail('concurrency[%d]' % position, 'repeats %r' % (value,), 'distinct positive integers')
+    return list(values)
+
+
+def _spec_stoppable(stoppable):
+    if stoppable is None:
+        return []
+    if not isinstance(stoppable, (list, tuple)):
+        _fail('stoppable', 'is %r' % (stoppable,), 'a list of unit names or glob patterns')
+    try:
+        return [normalize_unit_name(name) for name in stoppable]
+    except (AttributeError, ValueError) as exc:
+        raise AnsibleFilterError('campaign_plan: stoppable %s; allowed: unit names or glob patterns ([A-Za-z0-9:_.@-] and *?[])' % exc)
+
+
+def _validate(spec, table):
+    """Everything about the spec that does not depend on the host, checked before any stage is built."""
+    _check_keys(spec, 'spec', SPEC_KEYS)
+    _check_id(spec.get('campaign'), 'campaign')
+    if len(spec['campaign']) > CAMPAIGN_MAX_LEN:
+        _fail('campaign', 'is %d characters long' % len(spec['campaign']), 'at most %d characters' % CAMPAIGN_MAX_LEN)
+    model = spec.get('model')
+    if isinstance(model, str):
+        model = {'path': model}
+    _check_keys(model, 'model', MODEL_KEYS)
+    _check_path(model.get('path'), 'model.path')
+    if model.get('bytes') is not None and not _is_positive_int(model['bytes']):
+        _fail('model.bytes', 'is %r' % (model['bytes'],), 'a positive integer number of bytes (metadata.total_size)')
+    draft = spec.get('draft')
+    if isinstance(draft, str):
+        draft = {'path': draft}
+    if draft is not None:
+        _check_keys(draft, 'draft', MODEL_KEYS)
+        _check_path(draft.get('path'), 'draft.path')
+        if draft.get('bytes') is not None and not _is_positive_int(draft['bytes']):
+            _fail('draft.bytes', 'is %r' % (draft['bytes'],), 'a positive integer number of bytes')
+    mem_fraction = spec.get('mem_fraction', DEFAULT_MEM_FRACTION)
+    if not _is_number(mem_fraction) or not 0 < mem_fraction <= 1:
+        _fail('mem_fraction', 'is %r' % (mem_fraction,), 'a number in (0, 1], SGLang\'s --mem-fraction-static')
+    headroom = spec.get('min_kv_headroom_gib', DEFAULT_MIN_KV_HEADROOM_GIB)
+    if not _is_number(headroom) or headroom < 0:
+        _fail('min_kv_headroom_gib', 'is %r' % (headroom,), 'a number of GiB >= 0')
+    methods = _spec_methods(spec.get('methods'), table)
+    for method, _ in methods:
+        if 'draft' in table[method]['uses'] and draft is None:
+            _fail('draft.path', 'is missing; method %s needs a draft model' % method, 'an absolute path on the host')
+    env = _env_items(spec.get('env'), 'env')
+    if 'CUDA_VISIBLE_DEVICES' in env:
+        _fail('env.CUDA_VISIBLE_DEVICES', 'is set by the plan (GPUs by UUID)', 'any other variable')
+    return {
+        'campaign': spec['campaign'],
+        'model': model, 'draft': draft or {},
+        'mem_fraction': mem_fraction, 'min_kv_headroom_gib': headroom,
+        'methods': methods,
+        'tp': _spec_tp(spec.get('tp')),
+        'workload': _spec_workload(spec.get('workload')),
+        'concurrency': _spec_concurrency(spec.get('concurrency')),
+        'extra_args': _arg_items(spec.get('extra_args') or [], 'extra_args'),
+        'env': env,
+    }
+
+
+# --- the stages -----------------------------------------------------------------------------------------------------
+
+def _host_gpus(facts):
+    gpus = (facts or {}).get('nvidia_gpus') or []
+    return dict((gpu.get('index'), gpu) for gpu in gpus if _is_int(gpu.get('index')))
+
+
+def _place(tp, host, strict):
+    """(GPU indices, why not) for one TP entry on this host; host problems raise when strict."""
+    indices = sorted(host)
+    allowed_sizes = ', '.join(str(size) for size in _powers_of_two(len(indices))) or 'none (the host has no GPU)'
+    if tp['size'] > len(indices):
+        if strict:
+            _fail(tp['field'] + '.size', 'is %d, larger than the host\'s %d GPU(s)' % (tp['size'], len(indices)), allowed_sizes)
+        return None, 'too few GPUs: TP%d needs %d, the host has %d' % (tp['size'], tp['size'], len(indices))
+    if tp['pins'] is None:
+        return indices[:tp['size']], None
+    missing = [pin for pin in tp['pins'] if pin not in host]
+    if missing:
+        if strict:
+            _fail('%s.gpus[%d]' % (tp['field'], tp['pins'].index(missing[0])), 'pins GPU %d, which the host does not have' % missing[0],
+                  'the host\'s GPU indices %s' % ', '.join(str(i) for i in indices))
+        return None, 'pinned GPU(s) %s do not exist on the host (indices %s)' % (
+            ', '.join(str(i) for i in missing), ', '.join(str(i) for i in indices))
+    return list(tp['pins']), None
+
+
+def _holders(gpus, stoppable):
+    """Who holds the stage's GPUs: each compute process, and memory no visible process explains (no pid, no unit)."""
+    holders = []
+    for gpu in gpus:
+        for proc in gpu.get('processes') or []:
+            unit = proc.get('unit')
+            holders.append({
+                'gpu_index': gpu.get('index'), 'uuid': gpu.get('uuid'), 'pid': proc.get('pid'), 'process': proc.get('name'),
+                'unit': unit, 'used_memory_mib': proc.get('used_memory_mib'),
+                'stoppable': bool(unit) and any(_unit_matches(unit, pattern) for pattern in stoppable),
+            })
+        if gpu.get('unexplained_memory_mib'):
+            holders.append({
+                'gpu_index': gpu.get('index'), 'uuid': gpu.get('uuid'), 'pid': None, 'process': None, 'unit': None,
+                'used_memory_mib': gpu['unexplained_memory_mib'], 'stoppable': False,
+            })
+    return holders
+
+
+def _unit_matches(unit, pattern):
+    import fnmatch  # pylint: disable=import-outside-toplevel
+    return fnmatch.fnmatchcase(unit, pattern)
+
+
+def _listening_ports(facts):
+    ports = ((facts or {}).get('specdec_host') or {}).get('listening_ports') or []
+    return set(port.get('port') if isinstance(port, Mapping) else port for port in ports)
+
+
+def _stage_id(prefix, method, params, table):
+    tags = ['%s%d' % (table[method]['params'][name]['short'], value) for name, value in params.items()]
+    return '-'.join([prefix, method] + tags)
+
+
+def _fill(template, values):
+    return template.format_map(values)
+
+
+def campaign_plan(facts, spec, methods=None, stoppable=None, base_port=DEFAULT_BASE_PORT, model_bytes=None, strict=True):
+    """The ordered stages of a campaign on one host: TP entries in spec order, then methods, then parameter values."""
+    table = _method_table(methods)
+    plan = _validate(spec, table)
+    stoppable = _spec_stoppable(stoppable)
+    if not _is_int(base_port) or not 1024 <= base_port <= 65535:
+        _fail('base_port', 'is %r' % (base_port,), 'a port number in 1024-65535')
+    weights_bytes = plan['model'].get('bytes') or model_bytes
+    if weights_bytes is not None and (not _is_positive_int(weights_bytes)):
+        _fail('model_bytes', 'is %r' % (weights_bytes,), 'a positive integer number of bytes (see specdec.bench.model_bytes)')
+    host = _host_gpus(facts)
+    placements = [_place(tp, host, strict) for tp in plan['tp']]  # all host checks before the first stage
+    host_memory = [gpu.get('memory_total_mib') for _, gpu in sorted(host.items())]
+    busy_ports = _listening_ports(facts)
+    port = base_port
+
+    stages = []
+    for tp, (indices, why_not) in zip(plan['tp'], placements):
+        gpus = [host[i] for i in indices or []]
+        for method, matrix in plan['methods']:
+            entry = table[method]
+            for params in matrix:
+                while port in busy_ports:
+                    port += 1
+                if port > 65535:
+                    _fail('base_port', 'is %d, too high for %d stages' % (base_port, len(stages) + 1), 'a lower port')
+                stage_id = _stage_id(tp['prefix'], method, params, table)
+                uuids = [gpu.get('uuid') for gpu in gpus]
+                reason = why_not
+                if reason is None and not all(uuids):
+                    reason = 'GPU(s) %s have no UUID in the facts; stages pin GPUs by UUID' % ', '.join(
+                        str(gpu.get('index')) for gpu in gpus if not gpu.get('uuid'))
+                fit = None
+                stage_bytes = weights_bytes
+                if stage_bytes and 'draft' in entry['uses'] and plan['draft'].get('bytes'):
+                    stage_bytes += plan['draft']['bytes']  # the draft model shares the stage's GPUs
+                if reason is None and stage_bytes:
+                    try:
+                        memory = _memory_mib(gpus, 'campaign_plan')
+                    except AnsibleFilterError:
+                        memory = None
+                    if memory is None or any(not _is_number(m) for m in host_memory):
+                        reason = 'GPU memory is unknown in the facts'
+                    else:
+                        fit = _capacity(stage_bytes, memory, tp['size'], plan['mem_fraction'], plan['min_kv_headroom_gib'])
+                        host_fit = fit_tp(stage_bytes, host_memory, plan['mem_fraction'], plan['min_kv_headroom_gib'])
+                        fit['model_bytes'] = stage_bytes
+                        fit['min_tp'] = host_fit['min_tp']
+                        fit['dp_replicas'] = len(host) // tp['size']
+                        if not fit['fits']:
+                            reason = 'the weights (%s GiB) do not fit at TP%d: %s; %s' % (
+                                host_fit['model_gib'], tp['size'],
+                                _short_of_memory(fit, plan['mem_fraction'], plan['min_kv_headroom_gib']),
+                                'the smallest TP that fits is %d' % host_fit['min_tp'] if host_fit['min_tp']
+                                else 'no TP size fits on this host')
+                values = dict(params, model=plan['model']['path'], draft=plan['draft'].get('path'), tp=tp['size'], port=port)
+                sglang_args = [
+                    ['--model-path', plan['model']['path']],
+                    ['--tp-size', str(tp['size'])],
+                    ['--host', HOST],
+                    ['--port', str(port)],
+                    ['--mem-fraction-static', str(plan['mem_fraction'])],
+                ]
+                sglang_args += [[item[0], _fill(item[1], values)] if isinstance(item, list) else item for item in entry['args']]
+                planned_flags = set(item[0] if isinstance(item, list) else item for item in sglang_args)
+                for position, item in enumerate(plan['extra_args']):
+                    flag = item[0] if isinstance(item, list) else item
+                    if flag in planned_flags:
+                        _fail('extra_args[%d]' % position, 'repeats %s, which the plan sets' % flag,
+                              'flags other than %s' % ', '.join(sorted(planned_flags)))
+                sglang_args += [list(item) if isinstance(item, list) else item for item in plan['extra_args']]
+                env = {'CUDA_VISIBLE_DEVICES': ','.join(uuid or '' for uuid in uuids)}
+                env.update((name, _fill(value, values)) for name, value in entry['env'].items())
+                env.update(plan['env'])
+                holders = _holders(gpus, stoppable)
+                stages.append({
+                    'index': len(stages),
+                    'id': stage_id,
+                    'campaign': plan['campaign'],
+                    'unit': '%s%s-%s.service' % (UNIT_PREFIX, plan['campaign'], stage_id),
+                    'description': '%s %s: %s%s, TP%d on GPU(s) %s' % (
+                        plan['campaign'], stage_id, method,
+                        ''.join(' %s=%d' % item for item in params.items()), tp['size'],
+                        ','.join(str(i) for i in indices) if indices else 'none'),
+                    'method': method,
+                    'params': dict(params),
+                    'tp': tp['size'],
+                    'gpu_indices': list(indices or []),
+                    'gpus': [uuid for uuid in uuids if uuid],
+                    'port': port,
+                    'model_path': plan['model']['path'],
+                    'draft_path': plan['draft'].get('path') if 'draft' in entry['uses'] else None,
+                    'sglang_args': sglang_args,
+                    'env': env,
+                    'workload': dict(plan['workload']),
+                    'concurrency': list(plan['concurrency']),
+                    'feasible': reason is None,
+                    'reason': reason,
+                    'fit': fit,
+                    'holders': holders,
+                    'conflicts': sorted(set(h['unit'] for h in holders if h['unit'])),
+                    'blocked': any(not h['stoppable'] for h in holders),
+                })
+                port += 1
+    seen = {}
+    for stage in stages:  # a safety net: the spec checks above make ids unique and safe
+        if not _ID_RE.match(stage['id']) or len(stage['unit']) > 255:
+            _fail('stage id %r' % stage['id'], 'is not usable in a unit name', ID_PATTERN)
+        if stage['id'] in seen:
+            _fail('stage %d (%s)' % (stage['index'], stage['id']), 'repeats stage %d' % seen[stage['id']], 'distinct stages')
+        seen[stage['id']] = stage['index']
+    return stages
+
+
+class FilterModule:
+    def filters(self):
+        return {'model_bytes': model_bytes, 'fit_tp': fit_tp, 'campaign_plan': campaign_plan}
