@@ -10,6 +10,7 @@ here; roles read it and never rebuild it. Their documentation is in the .yml fil
 
 from __future__ import annotations
 
+import fnmatch
 import itertools
 import json
 import re
@@ -43,6 +44,7 @@ PARAM_KEYS = ('type', 'required', 'default', 'short')
 PARAM_TYPES = ('int',)
 # What a method's args and env may refer to besides its own params.
 STAGE_FIELDS = ('model', 'draft', 'tp', 'port')
+COMMON_FLAGS = ('--model-path', '--tp-size', '--host', '--port', '--mem-fraction-static')
 POSITIVE_INT = 'a positive integer (1, 2, 3, ...)'
 
 
@@ -76,7 +78,7 @@ def _fail(field, problem, allowed):
 
 # --- model_bytes and fit_tp ---------------------------------------------------------------------------------------
 
-def model_bytes(index):
+def safetensors_total_size(index):
     """metadata.total_size of a safetensors index (model.safetensors.index.json), parsed or as its JSON text."""
     if isinstance(index, (str, bytes)):
         try:
@@ -243,7 +245,7 @@ def _env_items(env, field):
 def _template_fields(text, field, known):
     """The {names} a str.format template uses; all must be known."""
     try:
-        names = [name for _, name, _, _ in string.Formatter().parse(text) if name is not None]
+        names = [field[1] for field in string.Formatter().parse(text) if field[1] is not None]
     except ValueError as exc:
         raise AnsibleFilterError('campaign_plan: method table %s is %r: %s; allowed: str.format templates with '
                                  '{name} fields (double a literal brace)' % (field, text, exc))
@@ -283,7 +285,8 @@ def _method_table(methods):
             default = rule.get('default')
             if default is not None and not _is_positive_int(default):
                 raise AnsibleFilterError('campaign_plan: %s.params.%s.default is %r; allowed: %s' % (where, param, default, POSITIVE_INT))
-            params[param] = {'required': bool(rule.get('required', default is None)), 'default': default, 'short': short}
+            # a parameter without a default must be given, whatever `required` says: its templates need a value
+            params[param] = {'required': bool(rule.get('required')) or default is None, 'default': default, 'short': short}
         known = STAGE_FIELDS + tuple(params)
         args = _arg_items(entry.get('args') or [], where + '.args')
         env = _env_items(entry.get('env'), where + '.env')
@@ -318,14 +321,11 @@ def _spec_methods(spec_methods, table):
             field = 'methods.%s.%s' % (method, param)
             if param in given:
                 axes.append(_int_values(given[param], field))
-            elif rule['default'] is not None:
-                axes.append([rule['default']])
             elif rule['required']:
                 _fail(field, 'is required', 'a positive integer or a list of them')
             else:
-                axes.append([None])
-        names = list(rules)
-        plans.append((method, [dict((n, v) for n, v in zip(names, combo) if v is not None) for combo in itertools.product(*axes)]))
+                axes.append([rule['default']])
+        plans.append((method, [dict(zip(rules, combo)) for combo in itertools.product(*axes)]))
     return plans
 
 
@@ -357,11 +357,11 @@ def _spec_tp(entries):
         prefix = entry.get('id', 'tp%d' % size)
         _check_id(prefix, field + '.id')
         for other in tps:
+            if other['size'] == size and other['pins'] == pins:
+                _fail(field, 'repeats %s (size %d, gpus %s: duplicate stages)' % (other['field'], size, pins), 'distinct TP entries')
             if other['prefix'] == prefix:
                 _fail(field, 'has the id %r of %s (duplicate stages)' % (prefix, other['field']),
                       'distinct TP entries; give one an id matching %s' % ID_PATTERN)
-            if other['size'] == size and other['pins'] == pins:
-                _fail(field, 'repeats %s (size %d, gpus %s: duplicate stages)' % (other['field'], size, pins), 'distinct TP entries')
         tps.append({'size': size, 'pins': pins, 'prefix': prefix, 'field': field})
     return tps
 
@@ -431,9 +431,17 @@ def _validate(spec, table):
     if not _is_number(headroom) or headroom < 0:
         _fail('min_kv_headroom_gib', 'is %r' % (headroom,), 'a number of GiB >= 0')
     methods = _spec_methods(spec.get('methods'), table)
-    for method, _ in methods:
+    for method, _matrix in methods:
         if 'draft' in table[method]['uses'] and draft is None:
             _fail('draft.path', 'is missing; method %s needs a draft model' % method, 'an absolute path on the host')
+    extra_args = _arg_items(spec.get('extra_args') or [], 'extra_args')
+    planned = set(COMMON_FLAGS)
+    for method, _matrix in methods:
+        planned.update(arg[0] if isinstance(arg, list) else arg for arg in table[method]['args'])
+    for position, item in enumerate(extra_args):
+        flag = item[0] if isinstance(item, list) else item
+        if flag in planned:
+            _fail('extra_args[%d]' % position, 'repeats %s, which the plan sets' % flag, 'flags other than %s' % ', '.join(sorted(planned)))
     env = _env_items(spec.get('env'), 'env')
     if 'CUDA_VISIBLE_DEVICES' in env:
         _fail('env.CUDA_VISIBLE_DEVICES', 'is set by the plan (GPUs by UUID)', 'any other variable')
@@ -445,7 +453,7 @@ def _validate(spec, table):
         'tp': _spec_tp(spec.get('tp')),
         'workload': _spec_workload(spec.get('workload')),
         'concurrency': _spec_concurrency(spec.get('concurrency')),
-        'extra_args': _arg_items(spec.get('extra_args') or [], 'extra_args'),
+        'extra_args': extra_args,
         'env': env,
     }
 
@@ -460,11 +468,11 @@ def _host_gpus(facts):
 def _place(tp, host, strict):
     """(GPU indices, why not) for one TP entry on this host; host problems raise when strict."""
     indices = sorted(host)
-    allowed_sizes = ', '.join(str(size) for size in _powers_of_two(len(indices))) or 'none (the host has no GPU)'
     if tp['size'] > len(indices):
         if strict:
-            _fail(tp['field'] + '.size', 'is %d, larger than the host\'s %d GPU(s)' % (tp['size'], len(indices)), allowed_sizes)
-        return None, 'too few GPUs: TP%d needs %d, the host has %d' % (tp['size'], tp['size'], len(indices))
+            _fail(tp['field'] + '.size', 'is %d, larger than the host\'s %d GPU(s)' % (tp['size'], len(indices)),
+                  ', '.join(str(size) for size in _powers_of_two(len(indices))) or 'none (the host has no GPU)')
+        return [], 'too few GPUs: TP%d needs %d, the host has %d' % (tp['size'], tp['size'], len(indices))
     if tp['pins'] is None:
         return indices[:tp['size']], None
     missing = [pin for pin in tp['pins'] if pin not in host]
@@ -472,7 +480,7 @@ def _place(tp, host, strict):
         if strict:
             _fail('%s.gpus[%d]' % (tp['field'], tp['pins'].index(missing[0])), 'pins GPU %d, which the host does not have' % missing[0],
                   'the host\'s GPU indices %s' % ', '.join(str(i) for i in indices))
-        return None, 'pinned GPU(s) %s do not exist on the host (indices %s)' % (
+        return [], 'pinned GPU(s) %s do not exist on the host (indices %s)' % (
             ', '.join(str(i) for i in missing), ', '.join(str(i) for i in indices))
     return list(tp['pins']), None
 
@@ -486,7 +494,7 @@ def _holders(gpus, stoppable):
             holders.append({
                 'gpu_index': gpu.get('index'), 'uuid': gpu.get('uuid'), 'pid': proc.get('pid'), 'process': proc.get('name'),
                 'unit': unit, 'used_memory_mib': proc.get('used_memory_mib'),
-                'stoppable': bool(unit) and any(_unit_matches(unit, pattern) for pattern in stoppable),
+                'stoppable': bool(unit) and any(fnmatch.fnmatchcase(unit, pattern) for pattern in stoppable),
             })
         if gpu.get('unexplained_memory_mib'):
             holders.append({
@@ -496,23 +504,89 @@ def _holders(gpus, stoppable):
     return holders
 
 
-def _unit_matches(unit, pattern):
-    import fnmatch  # pylint: disable=import-outside-toplevel
-    return fnmatch.fnmatchcase(unit, pattern)
-
-
 def _listening_ports(facts):
     ports = ((facts or {}).get('specdec_host') or {}).get('listening_ports') or []
     return set(port.get('port') if isinstance(port, Mapping) else port for port in ports)
 
 
-def _stage_id(prefix, method, params, table):
-    tags = ['%s%d' % (table[method]['params'][name]['short'], value) for name, value in params.items()]
-    return '-'.join([prefix, method] + tags)
+def _common_args(plan, tp, port):
+    """The flags every stage's server gets (COMMON_FLAGS), before its method's."""
+    return [
+        ['--model-path', plan['model']['path']],
+        ['--tp-size', str(tp)],
+        ['--host', HOST],
+        ['--port', str(port)],
+        ['--mem-fraction-static', str(plan['mem_fraction'])],
+    ]
 
 
-def _fill(template, values):
-    return template.format_map(values)
+def _fit(plan, stage_bytes, gpus, tp, host_memory):
+    """(capacity at this TP, why not); (None, None) when the model size is unknown."""
+    if not stage_bytes:
+        return None, None
+    memory = [gpu.get('memory_total_mib') for gpu in gpus]
+    if not all(_is_number(mib) and mib > 0 for mib in memory + host_memory):
+        return None, 'GPU memory is unknown in the facts (memory_total_mib)'
+    fit = _capacity(stage_bytes, memory, tp, plan['mem_fraction'], plan['min_kv_headroom_gib'])
+    host_fit = fit_tp(stage_bytes, host_memory, plan['mem_fraction'], plan['min_kv_headroom_gib'])
+    fit.update(model_bytes=stage_bytes, min_tp=host_fit['min_tp'], dp_replicas=len(host_memory) // tp)
+    if fit['fits']:
+        return fit, None
+    return fit, 'the weights (%s GiB) do not fit at TP%d: %s; %s' % (
+        host_fit['model_gib'], tp, _short_of_memory(fit, plan['mem_fraction'], plan['min_kv_headroom_gib']),
+        'the smallest TP that fits is %d' % host_fit['min_tp'] if host_fit['min_tp'] else 'no TP size fits on this host')
+
+
+def _stage(plan, table, tp, indices, why_not, host, method, params, port, stoppable, weights_bytes):
+    entry = table[method]
+    stage_id = '-'.join([tp['prefix'], method] + ['%s%d' % (entry['params'][name]['short'], value) for name, value in params.items()])
+    gpus = [host[i] for i in indices]
+    uuids = [gpu.get('uuid') for gpu in gpus]
+    reason = why_not
+    if reason is None and not all(uuids):
+        reason = 'GPU(s) %s have no UUID in the facts; stages pin GPUs by UUID' % ', '.join(
+            str(gpu.get('index')) for gpu in gpus if not gpu.get('uuid'))
+    uses_draft = 'draft' in entry['uses']
+    stage_bytes = weights_bytes
+    if stage_bytes and uses_draft and plan['draft'].get('bytes'):
+        stage_bytes += plan['draft']['bytes']  # the draft model shares the stage's GPUs
+    fit = None
+    if reason is None:
+        fit, reason = _fit(plan, stage_bytes, gpus, tp['size'], [host[index].get('memory_total_mib') for index in sorted(host)])
+    values = dict(params, model=plan['model']['path'], draft=plan['draft'].get('path'), tp=tp['size'], port=port)
+    sglang_args = _common_args(plan, tp['size'], port)
+    sglang_args += [[item[0], item[1].format_map(values)] if isinstance(item, list) else item for item in entry['args']]
+    sglang_args += [list(item) if isinstance(item, list) else item for item in plan['extra_args']]
+    env = {'CUDA_VISIBLE_DEVICES': ','.join(uuid or '' for uuid in uuids)}
+    env.update((name, value.format_map(values)) for name, value in entry['env'].items())
+    env.update(plan['env'])
+    holders = _holders(gpus, stoppable)
+    return {
+        'id': stage_id,
+        'campaign': plan['campaign'],
+        'unit': '%s%s-%s.service' % (UNIT_PREFIX, plan['campaign'], stage_id),
+        'description': '%s %s: %s%s, TP%d on GPU(s) %s' % (
+            plan['campaign'], stage_id, method, ''.join(' %s=%d' % item for item in params.items()), tp['size'],
+            ','.join(str(i) for i in indices) or 'none'),
+        'method': method,
+        'params': dict(params),
+        'tp': tp['size'],
+        'gpu_indices': list(indices),
+        'gpus': [uuid for uuid in uuids if uuid],
+        'port': port,
+        'model_path': plan['model']['path'],
+        'draft_path': plan['draft'].get('path') if uses_draft else None,
+        'sglang_args': sglang_args,
+        'env': env,
+        'workload': dict(plan['workload']),
+        'concurrency': list(plan['concurrency']),
+        'feasible': reason is None,
+        'reason': reason,
+        'fit': fit,
+        'holders': holders,
+        'conflicts': sorted(set(h['unit'] for h in holders if h['unit'])),
+        'blocked': any(not h['stoppable'] for h in holders),
+    }
 
 
 def campaign_plan(facts, spec, methods=None, stoppable=None, base_port=DEFAULT_BASE_PORT, model_bytes=None, strict=True):
@@ -523,104 +597,24 @@ def campaign_plan(facts, spec, methods=None, stoppable=None, base_port=DEFAULT_B
     if not _is_int(base_port) or not 1024 <= base_port <= 65535:
         _fail('base_port', 'is %r' % (base_port,), 'a port number in 1024-65535')
     weights_bytes = plan['model'].get('bytes') or model_bytes
-    if weights_bytes is not None and (not _is_positive_int(weights_bytes)):
+    if weights_bytes is not None and not _is_positive_int(weights_bytes):
         _fail('model_bytes', 'is %r' % (weights_bytes,), 'a positive integer number of bytes (see specdec.bench.model_bytes)')
     host = _host_gpus(facts)
-    placements = [_place(tp, host, strict) for tp in plan['tp']]  # all host checks before the first stage
-    host_memory = [gpu.get('memory_total_mib') for _, gpu in sorted(host.items())]
+    placements = [_place(tp, host, strict) for tp in plan['tp']]  # every host check before the first stage is built
     busy_ports = _listening_ports(facts)
-    port = base_port
-
-    stages = []
+    stages, port = [], base_port
     for tp, (indices, why_not) in zip(plan['tp'], placements):
-        gpus = [host[i] for i in indices or []]
         for method, matrix in plan['methods']:
-            entry = table[method]
             for params in matrix:
                 while port in busy_ports:
                     port += 1
                 if port > 65535:
                     _fail('base_port', 'is %d, too high for %d stages' % (base_port, len(stages) + 1), 'a lower port')
-                stage_id = _stage_id(tp['prefix'], method, params, table)
-                uuids = [gpu.get('uuid') for gpu in gpus]
-                reason = why_not
-                if reason is None and not all(uuids):
-                    reason = 'GPU(s) %s have no UUID in the facts; stages pin GPUs by UUID' % ', '.join(
-                        str(gpu.get('index')) for gpu in gpus if not gpu.get('uuid'))
-                fit = None
-                stage_bytes = weights_bytes
-                if stage_bytes and 'draft' in entry['uses'] and plan['draft'].get('bytes'):
-                    stage_bytes += plan['draft']['bytes']  # the draft model shares the stage's GPUs
-                if reason is None and stage_bytes:
-                    try:
-                        memory = _memory_mib(gpus, 'campaign_plan')
-                    except AnsibleFilterError:
-                        memory = None
-                    if memory is None or any(not _is_number(m) for m in host_memory):
-                        reason = 'GPU memory is unknown in the facts'
-                    else:
-                        fit = _capacity(stage_bytes, memory, tp['size'], plan['mem_fraction'], plan['min_kv_headroom_gib'])
-                        host_fit = fit_tp(stage_bytes, host_memory, plan['mem_fraction'], plan['min_kv_headroom_gib'])
-                        fit['model_bytes'] = stage_bytes
-                        fit['min_tp'] = host_fit['min_tp']
-                        fit['dp_replicas'] = len(host) // tp['size']
-                        if not fit['fits']:
-                            reason = 'the weights (%s GiB) do not fit at TP%d: %s; %s' % (
-                                host_fit['model_gib'], tp['size'],
-                                _short_of_memory(fit, plan['mem_fraction'], plan['min_kv_headroom_gib']),
-                                'the smallest TP that fits is %d' % host_fit['min_tp'] if host_fit['min_tp']
-                                else 'no TP size fits on this host')
-                values = dict(params, model=plan['model']['path'], draft=plan['draft'].get('path'), tp=tp['size'], port=port)
-                sglang_args = [
-                    ['--model-path', plan['model']['path']],
-                    ['--tp-size', str(tp['size'])],
-                    ['--host', HOST],
-                    ['--port', str(port)],
-                    ['--mem-fraction-static', str(plan['mem_fraction'])],
-                ]
-                sglang_args += [[item[0], _fill(item[1], values)] if isinstance(item, list) else item for item in entry['args']]
-                planned_flags = set(item[0] if isinstance(item, list) else item for item in sglang_args)
-                for position, item in enumerate(plan['extra_args']):
-                    flag = item[0] if isinstance(item, list) else item
-                    if flag in planned_flags:
-                        _fail('extra_args[%d]' % position, 'repeats %s, which the plan sets' % flag,
-                              'flags other than %s' % ', '.join(sorted(planned_flags)))
-                sglang_args += [list(item) if isinstance(item, list) else item for item in plan['extra_args']]
-                env = {'CUDA_VISIBLE_DEVICES': ','.join(uuid or '' for uuid in uuids)}
-                env.update((name, _fill(value, values)) for name, value in entry['env'].items())
-                env.update(plan['env'])
-                holders = _holders(gpus, stoppable)
-                stages.append({
-                    'index': len(stages),
-                    'id': stage_id,
-                    'campaign': plan['campaign'],
-                    'unit': '%s%s-%s.service' % (UNIT_PREFIX, plan['campaign'], stage_id),
-                    'description': '%s %s: %s%s, TP%d on GPU(s) %s' % (
-                        plan['campaign'], stage_id, method,
-                        ''.join(' %s=%d' % item for item in params.items()), tp['size'],
-                        ','.join(str(i) for i in indices) if indices else 'none'),
-                    'method': method,
-                    'params': dict(params),
-                    'tp': tp['size'],
-                    'gpu_indices': list(indices or []),
-                    'gpus': [uuid for uuid in uuids if uuid],
-                    'port': port,
-                    'model_path': plan['model']['path'],
-                    'draft_path': plan['draft'].get('path') if 'draft' in entry['uses'] else None,
-                    'sglang_args': sglang_args,
-                    'env': env,
-                    'workload': dict(plan['workload']),
-                    'concurrency': list(plan['concurrency']),
-                    'feasible': reason is None,
-                    'reason': reason,
-                    'fit': fit,
-                    'holders': holders,
-                    'conflicts': sorted(set(h['unit'] for h in holders if h['unit'])),
-                    'blocked': any(not h['stoppable'] for h in holders),
-                })
+                stage = _stage(plan, table, tp, indices, why_not, host, method, params, port, stoppable, weights_bytes)
+                stages.append(dict(index=len(stages), **stage))
                 port += 1
     seen = {}
-    for stage in stages:  # a safety net: the spec checks above make ids unique and safe
+    for stage in stages:  # a safety net: the spec checks above already make ids unique and safe
         if not _ID_RE.match(stage['id']) or len(stage['unit']) > 255:
             _fail('stage id %r' % stage['id'], 'is not usable in a unit name', ID_PATTERN)
         if stage['id'] in seen:
@@ -631,4 +625,4 @@ def campaign_plan(facts, spec, methods=None, stoppable=None, base_port=DEFAULT_B
 
 class FilterModule:
     def filters(self):
-        return {'model_bytes': model_bytes, 'fit_tp': fit_tp, 'campaign_plan': campaign_plan}
+        return {'model_bytes': safetensors_total_size, 'fit_tp': fit_tp, 'campaign_plan': campaign_plan}

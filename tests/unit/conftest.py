@@ -150,8 +150,13 @@ def warning_texts(result):
 
 
 @pytest.fixture
-def run_module(capsys):
+def run_module(capsys, monkeypatch):
     """Run a module's main() with the given arguments; return its JSON result with 'failed' and 'warnings' as text."""
+    # Importing controller code (filters, action plugins) flips ansible into controller mode for the whole process;
+    # a module runs on a target, where warnings go into its result.
+    from ansible.module_utils import _internal  # pylint: disable=import-outside-toplevel
+    monkeypatch.setattr(_internal, 'is_controller', False)
+
     def run(module, args=None):
         # warnings are module-global and outlive one run in a test process (a real module runs once per process)
         _warnings._global_warnings.clear()  # pylint: disable=protected-access
