@@ -13,6 +13,9 @@ HOST_PACKAGES := podman runc debootstrap shellcheck
 SIM_INVENTORY := inventories/sim
 
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
+# Ansible's home inside the checkout: ansible-lint installs the collection under it, and an installed copy in
+# ~/.ansible/collections can never shadow the checkout in lint or molecule.
+export ANSIBLE_HOME := $(CURDIR)/$(CACHE)/ansible-home
 export ANSIBLE_COLLECTIONS_PATH := $(CURDIR)/$(CACHE)/collections
 export ANSIBLE_FORCE_COLOR := 0
 export PATH := $(CURDIR)/$(BIN):$(PATH)
