@@ -77,7 +77,7 @@ def gpu0_held_by_holder(host):
 
 def gpu0_free(host):
     uuid0 = gpu_uuid(host, 0)
-    return not any(u == uuid0 for u, _, _ in gpu_apps(host))
+    return not any(u == uuid0 for u, _pid, _mib in gpu_apps(host))
 
 
 @pytest.fixture(name="box")
@@ -137,7 +137,7 @@ def test_undeclared_holder_is_refused_before_anything_changes(box):
     pid = int(box.check_output(f"systemctl show --property=MainPID --value {INTRUDER}.service"))
     assert [int(a[1]) for a in apps] == [pid]
 
-    rc, out, _ = stop()
+    rc, out, _err = stop()
     assert rc != 0, out
     message = " ".join(out.split())
     assert re.search(rf"GPU2 {uuid2}: pid {pid} \([^)]*sleep\), unit {INTRUDER}\.service, 1000 MiB", message), out
@@ -153,7 +153,7 @@ def test_an_interrupted_run_is_repaired_by_the_restore_playbook(box):
     earlier = {"campaign": CAMPAIGN, "units": {"sglang-dflash-smoke.service": {
         "active_state": "inactive", "sub_state": "dead", "unit_file_state": "disabled", "main_pid": 0}}}
     box.check_output(f"mkdir -p {RECORD_DIR} && printf '%s' '{json.dumps(earlier)}' > {RECORD} && chmod 600 {RECORD}")
-    rc, out, _ = stop()
+    rc, out, _err = stop()
     assert rc == 0, out
     units = json.loads(box.file(RECORD).content_string)["units"]
     assert units["sglang-dflash-smoke.service"] == earlier["units"]["sglang-dflash-smoke.service"]

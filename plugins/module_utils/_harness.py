@@ -1,0 +1,266 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, specdec.bench developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The normalized benchmark result (one row per stage and concurrency) and how each harness's raw output maps to it.
+
+Private to the specdec.bench collection; standard library only, pure functions. This is the one place the result
+schema is defined: bench_run writes rows made here and the report reads nothing else.
+
+Statistics follow SGLang's benchmark client (sglang.benchmark.serving, 0.5.23) so both harnesses mean the same:
+- TTFT: request start to the first chunk whose `text` is not empty.
+- ITL: after the first token, each chunk's gap since the previous counted chunk is spread evenly over the tokens
+  it carries (the growth of `meta_info.completion_tokens`); a chunk that adds no token is skipped.
+- E2E latency: request start to the last line of the stream (`data: [DONE]` included).
+- TPOT: (E2E - TTFT) / (output tokens - 1), for requests with more than one output token.
+- mean is the arithmetic mean; median and p99 are percentiles by linear interpolation between the closest ranks
+  (numpy's default, which SGLang's client uses): rank = (n - 1) * q / 100.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+SCHEMA_VERSION = 1
+HARNESSES = ('builtin', 'sglang')
+LATENCY_METRICS = ('ttft_ms', 'itl_ms', 'tpot_ms', 'e2e_latency_ms')
+STATISTICS = ('mean', 'median', 'p99')
+STAT_KEYS = tuple('%s_%s' % (stat, metric) for metric in LATENCY_METRICS for stat in STATISTICS)
+CLIENT_LAG_KEYS = ('mean_client_lag_ms', 'p99_client_lag_ms', 'max_client_lag_ms')
+# Every key of a result row, in the order it is written.
+RESULT_KEYS = (
+    'schema_version', 'harness', 'stage', 'concurrency', 'num_prompts', 'input_len', 'output_len', 'request_rate', 'seed',
+    'completed', 'failed', 'complete', 'duration_s', 'total_input_tokens', 'total_output_tokens',
+    'output_throughput', 'request_throughput',
+) + STAT_KEYS + ('accept_length', 'accept_length_source') + CLIENT_LAG_KEYS + ('errors', 'raw_file')
+MAX_ERRORS = 5
+
+
+def result_file_name(concurrency):
+    return 'result-c%d.json' % concurrency
+
+
+def raw_file_name(concurrency, suffix='jsonl'):
+    return 'raw-c%d.%s' % (concurrency, suffix)
+
+
+def finite(value):
+    """A number as float, or None for None, NaN and infinities (which strict JSON cannot hold)."""
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        return None
+    return value if math.isfinite(value) else None
+
+
+def result_row(**values):
+    """A result row: every schema key, None where not given. Unknown keys are an error, so the schema stays here."""
+    unknown = set(values) - set(RESULT_KEYS)
+    if unknown:
+        raise ValueError('not result keys: %s' % ', '.join(sorted(unknown)))
+    row = dict.fromkeys(RESULT_KEYS)
+    row.update(values)
+    row['schema_version'] = SCHEMA_VERSION
+    return row
+
+
+def percentile(values, q):
+    """The q-th percentile (0..100) by linear interpolation between closest ranks, as numpy.percentile's default."""
+    ordered = sorted(values)
+    if not ordered:
+        return None
+    rank = (len(ordered) - 1) * q / 100.0
+    low = int(math.floor(rank))
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
+
+
+def summarize(seconds, metric):
+    """{mean_<metric>, median_<metric>, p99_<metric>} in milliseconds of values in seconds; None when there are none."""
+    if not seconds:
+        return dict.fromkeys('%s_%s' % (stat, metric) for stat in STATISTICS)
+    return {
+        'mean_%s' % metric: math.fsum(seconds) / len(seconds) * 1000.0,
+        'median_%s' % metric: percentile(seconds, 50) * 1000.0,
+        'p99_%s' % metric: percentile(seconds, 99) * 1000.0,
+    }
+
+
+class RequestTiming:
+    """The timing of one streamed request, fed event by event (see the module docstring for the definitions)."""
+
+    __slots__ = ('start', 'ttft', 'itl', 'latency', 'meta', '_last_time', '_last_tokens')
+
+    def __init__(self, start):
+        self.start = start
+        self.ttft = None
+        self.itl = []
+        self.latency = None
+        self.meta = {}
+        self._last_time = None
+        self._last_tokens = 0
+
+    def feed(self, now, event):
+        """One stream line: its arrival time and the parsed event (or "[DONE]")."""
+        self.latency = now - self.start
+        if event == '[DONE]':
+            return
+        meta = event.get('meta_info') or {}
+        self.meta = meta
+        if not event.get('text'):
+            return  # SGLang's client counts only chunks that carry text
+        tokens = meta.get('completion_tokens', self._last_tokens + 1)
+        if self.ttft is None:
+            self.ttft = now - self.start
+        else:
+            new_tokens = tokens - self._last_tokens
+            if new_tokens <= 0:
+                return
+            self.itl.extend([(now - self._last_time) / new_tokens] * new_tokens)
+        self._last_time = now
+        self._last_tokens = tokens
+
+    @property
+    def output_tokens(self):
+        return self.meta.get('completion_tokens', self._last_tokens)
+
+    def record(self):
+        """The timing fields of a builtin harness request record."""
+        return {
+            'ttft_s': self.ttft,
+            'latency_s': self.latency,
+            'itl_s': self.itl,
+            'output_tokens': self.output_tokens,
+            'prompt_tokens': self.meta.get('prompt_tokens'),
+            'spec_verify_ct': self.meta.get('spec_verify_ct'),
+            'spec_accept_length': self.meta.get('spec_accept_length'),
+        }
+
+
+def server_accept_length(server_info):
+    """/server_info's avg_spec_accept_length (of the first internal state, as SGLang's client reads it), or None."""
+    if not isinstance(server_info, dict):
+        return None
+    states = server_info.get('internal_states')
+    if isinstance(states, list) and states and isinstance(states[0], dict):
+        return finite(states[0].get('avg_spec_accept_length'))
+    return finite(server_info.get('avg_spec_accept_length'))
+
+
+def requests_accept_length(records):
+    """Acceptance length over finished requests: their tokens over their verify steps, else the mean of their own values."""
+    steps = [(r.get('output_tokens') or 0, r['spec_verify_ct']) for r in records if r.get('spec_verify_ct')]
+    if steps:
+        return float(sum(tokens for tokens, _ct in steps)) / sum(ct for _tokens, ct in steps)
+    lengths = [finite(r.get('spec_accept_length')) for r in records]
+    lengths = [length for length in lengths if length is not None]
+    return math.fsum(lengths) / len(lengths) if lengths else None
+
+
+def from_builtin(records, duration_s, concurrency, num_prompts, input_len, output_len, request_rate=None, seed=None,
+                 server_info=None, raw_file=None, stage=None, interrupted=False):
+    """The result row of a builtin harness run from its request records (warm-up records are left out).
+
+    A record holds success, error, intended_start_s, start_s and RequestTiming.record()'s fields. `failed` counts
+    every prompt that did not complete, sent or not. Acceptance length comes from /server_info when it has one,
+    else from the requests' meta_info.
+    """
+    measured = [r for r in records if not r.get('warmup')]
+    finished = [r for r in measured if r.get('success')]
+    completed = len(finished)
+    ttfts = [r['ttft_s'] for r in finished if r.get('ttft_s') is not None]
+    e2e = [r['latency_s'] for r in finished if r.get('latency_s') is not None]
+    itls = [gap for r in finished for gap in r.get('itl_s') or ()]
+    tpots = [(r['latency_s'] - r['ttft_s']) / (r['output_tokens'] - 1)
+             for r in finished if (r.get('output_tokens') or 0) > 1 and r.get('ttft_s') is not None]
+    lags = [r['start_s'] - r['intended_start_s'] for r in measured
+            if r.get('start_s') is not None and r.get('intended_start_s') is not None]
+    total_output = sum(r.get('output_tokens') or 0 for r in finished)
+    duration = finite(duration_s)
+    accept, source = server_accept_length(server_info), 'server_info'
+    if accept is None:
+        accept, source = requests_accept_length(finished), 'requests'
+    values = dict(
+        harness='builtin', stage=stage, concurrency=concurrency, num_prompts=num_prompts, input_len=input_len,
+        output_len=output_len, request_rate=finite(request_rate), seed=seed,
+        completed=completed, failed=num_prompts - completed, complete=completed == num_prompts and not interrupted,
+        duration_s=duration,
+        total_input_tokens=sum(r.get('prompt_tokens') or 0 for r in finished), total_output_tokens=total_output,
+        output_throughput=total_output / duration if duration else None,
+        request_throughput=completed / duration if duration else None,
+        accept_length=accept, accept_length_source=source if accept is not None else None,
+        mean_client_lag_ms=math.fsum(lags) / len(lags) * 1000.0 if lags else None,
+        p99_client_lag_ms=percentile(lags, 99) * 1000.0 if lags else None,
+        max_client_lag_ms=max(lags) * 1000.0 if lags else None,
+        errors=_first_errors(r.get('error') for r in measured), raw_file=raw_file,
+    )
+    for metric, seconds in (('ttft_ms', ttfts), ('itl_ms', itls), ('tpot_ms', tpots), ('e2e_latency_ms', e2e)):
+        values.update(summarize(seconds, metric))
+    return result_row(**values)
+
+
+def parse_client_output(text):
+    """The last JSON object line of SGLang's client output file; bare Infinity and NaN are accepted, as the client writes them.
+
+    Lines may end in \\r (the client's progress bar). Raises ValueError when there is none.
+    """
+    for line in reversed((text or '').replace('\r', '\n').split('\n')):
+        line = line.strip()
+        if not line.startswith('{'):
+            continue
+        try:
+            data = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(data, dict):
+            return data
+    raise ValueError('no JSON result line in the client output')
+
+
+def from_sglang_client(text, num_prompts=None, concurrency=None, input_len=None, output_len=None, request_rate=None,
+                       seed=None, raw_file=None, stage=None, interrupted=False):
+    """The result row of one run of SGLang's benchmark client, from its --output-file text (the last line counts).
+
+    What the line does not hold (num_prompts, seed) comes from the arguments; the workload keys fall back to the
+    line's random_input_len, random_output_len, max_concurrency and request_rate. The client reads acceptance
+    length from /server_info. Raises ValueError when the text holds no result line.
+    """
+    data = parse_client_output(text)
+    completed = data.get('completed')
+    if not isinstance(completed, int):
+        raise ValueError('the client result line has no completed count')
+    if num_prompts is None:
+        num_prompts = completed
+    values = dict(
+        harness='sglang', stage=stage,
+        concurrency=concurrency if concurrency is not None else data.get('max_concurrency'),
+        num_prompts=num_prompts,
+        input_len=input_len if input_len is not None else data.get('random_input_len'),
+        output_len=output_len if output_len is not None else data.get('random_output_len'),
+        request_rate=finite(request_rate if request_rate is not None else data.get('request_rate')), seed=seed,
+        completed=completed, failed=num_prompts - completed, complete=completed == num_prompts and not interrupted,
+        duration_s=finite(data.get('duration')),
+        total_input_tokens=data.get('total_input_tokens'), total_output_tokens=data.get('total_output_tokens'),
+        output_throughput=finite(data.get('output_throughput')), request_throughput=finite(data.get('request_throughput')),
+        accept_length=finite(data.get('accept_length')),
+        errors=_first_errors(data.get('errors') or ()), raw_file=raw_file,
+    )
+    values['accept_length_source'] = 'server_info' if values['accept_length'] is not None else None
+    for key in STAT_KEYS:
+        values[key] = finite(data.get(key))
+    return result_row(**values)
+
+
+def _first_errors(errors):
+    """The first few distinct non-empty error texts, shortened."""
+    seen = []
+    for error in errors:
+        text = (error or '').strip()[:300]
+        if text and text not in seen:
+            seen.append(text)
+            if len(seen) == MAX_ERRORS:
+                break
+    return seen

@@ -1,0 +1,564 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, specdec.bench developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: bench_run
+short_description: Run one benchmark harness at one concurrency against an SGLang server and keep a normalized result
+version_added: 0.1.0
+description:
+  - Runs a harness on the benchmark host against O(base_url), at one O(concurrency), and returns the normalized result
+    row (the same keys for every harness, see RV(result)).
+  - Writes the row to C(<output_dir>/result-c<concurrency>.json) atomically (a temporary file renamed into place), and
+    the harness's raw output beside it.
+  - O(harness=builtin) needs only the Python standard library. It sends O(num_prompts) seeded random prompts of
+    O(input_len) token ids to the native C(/generate) endpoint, streamed, greedy, for exactly O(output_len) tokens,
+    after O(warmup_requests) warm-up requests, with at most O(concurrency) in flight and, when O(request_rate) is set,
+    arrivals as a seeded Poisson process. Its raw output C(raw-c<N>.jsonl) holds one record per request, with when the
+    request was meant to start and when it did, TTFT, the inter-token gaps, E2E latency and the request's C(meta_info)
+    token and acceptance counts. While it runs, the raw output gets every finished request as it finishes (whole
+    lines appended) and the result file the counts so far, marked C(complete=false), so a run that is killed leaves
+    what finished.
+  - O(harness=sglang) runs SGLang's own client C(python -m sglang.benchmark.serving) (or C(sglang.bench_serving) when
+    the first is missing) with O(python), the server's interpreter, and reads the JSON line it appends to its
+    C(--output-file). Its raw outputs are that file, C(raw-c<N>.jsonl), and its console output, C(raw-c<N>.log).
+    It uses the C(random-ids) dataset with C(--random-range-ratio 1), so prompts and outputs have exactly the lengths
+    asked for, as with the builtin harness.
+  - Statistics mean the same for both harnesses (SGLang's client's definitions), see the C(_harness) module_utils.
+  - A run where not every prompt completed is written with C(complete=false), and fails the task unless O(fail_on_incomplete=false).
+author:
+  - specdec.bench developers (!UNKNOWN)
+options:
+  harness:
+    description: Which client generates the load.
+    type: str
+    choices: [builtin, sglang]
+    default: builtin
+  base_url:
+    description: The server's URL as the benchmark host reaches it. Requests never go through a proxy.
+    type: str
+    default: http://127.0.0.1:30000
+  concurrency:
+    description: Most requests in flight at once.
+    type: int
+    required: true
+  num_prompts:
+    description: Requests measured (warm-up requests not included).
+    type: int
+    required: true
+  input_len:
+    description: Prompt length in tokens.
+    type: int
+    required: true
+  output_len:
+    description: Output length in tokens (generation ignores end-of-sequence tokens).
+    type: int
+    required: true
+  seed:
+    description: Seed of the prompts and of the request arrivals.
+    type: int
+    default: 1
+  warmup_requests:
+    description: Requests sent, all at once, before the measured run; not counted.
+    type: int
+    default: 1
+  request_rate:
+    description:
+      - Mean requests per second of a Poisson arrival process.
+      - Unset (or V(inf)) sends every request as soon as a concurrency slot is free.
+    type: float
+  flush_cache:
+    description:
+      - C(POST /flush_cache) after the warm-up, so the server's prefix cache and its cumulative acceptance length
+        (C(/server_info)) start from the measured run (the SGLang client's C(--flush-cache)).
+    type: bool
+    default: true
+  output_dir:
+    description: Folder for C(result-c<N>.json) and the raw output; created when missing.
+    type: path
+    required: true
+  stage:
+    description: The stage id, copied into the result row.
+    type: str
+  request_timeout:
+    description: Seconds one request may stay silent before it counts as failed (builtin harness).
+    type: float
+    default: 600
+  fail_on_incomplete:
+    description: Fail the task (after writing the files) when not every prompt completed.
+    type: bool
+    default: true
+  python:
+    description: The interpreter that has SGLang installed (the server's own), for O(harness=sglang).
+    type: path
+    default: python3
+  tokenizer:
+    description:
+      - A tokenizer folder (or name) for SGLang's client, passed as C(--tokenizer) (O(harness=sglang)).
+      - Hosts without access to a model hub need a local folder.
+    type: str
+  extra_args:
+    description: More arguments appended to the SGLang client's command line (O(harness=sglang)).
+    type: list
+    elements: str
+    default: []
+  environment:
+    description:
+      - Environment variables for SGLang's client (O(harness=sglang)), for example C(HF_HUB_OFFLINE=1) on hosts with
+        no model hub.
+    type: dict
+    default: {}
+attributes:
+  check_mode:
+    description: Can run in C(check_mode) and return changed status prediction without modifying target.
+    support: full
+    details:
+      - In check mode no request is sent and no file is written; the result is marked skipped.
+  diff_mode:
+    description: Returns details on what has changed (or possibly needs changing in C(check_mode)), when in diff mode.
+    support: none
+seealso:
+  - module: specdec.bench.sglang_ready
+"""
+
+EXAMPLES = r"""
+- name: Run the builtin harness at concurrency 4
+  specdec.bench.bench_run:
+    harness: builtin
+    base_url: http://127.0.0.1:30001
+    concurrency: 4
+    num_prompts: 64
+    input_len: 1024
+    output_len: 256
+    output_dir: /root/bench_results/ct200-main/tp1-dflash
+    stage: tp1-dflash
+  register: __bench_stage_result
+
+- name: Run SGLang's own client in the server's virtual environment
+  specdec.bench.bench_run:
+    harness: sglang
+    python: /opt/sglang/bin/python
+    tokenizer: /models/Qwen3.6-27B
+    environment:
+      HF_HUB_OFFLINE: "1"
+    concurrency: 16
+    num_prompts: 256
+    input_len: 1024
+    output_len: 256
+    output_dir: /root/bench_results/ct200-main/tp1-dflash
+"""
+
+RETURN = r"""
+result:
+  description:
+    - The normalized result row, as written to RV(result_file). Times are in milliseconds, throughputs per second.
+    - Statistics of requests that did not complete are left out; a statistic with no value is null.
+  returned: success and failure, unless in check mode or the options are invalid
+  type: dict
+  contains:
+    schema_version:
+      description: Version of this schema.
+      type: int
+      returned: always
+      sample: 1
+    harness:
+      description: V(builtin) or V(sglang).
+      type: str
+      returned: always
+      sample: builtin
+    stage:
+      description: O(stage).
+      type: str
+      returned: always
+      sample: tp1-dflash
+    concurrency:
+      description: O(concurrency).
+      type: int
+      returned: always
+      sample: 4
+    num_prompts:
+      description: O(num_prompts).
+      type: int
+      returned: always
+      sample: 64
+    input_len:
+      description: O(input_len).
+      type: int
+      returned: always
+      sample: 1024
+    output_len:
+      description: O(output_len).
+      type: int
+      returned: always
+      sample: 256
+    request_rate:
+      description: O(request_rate); null for an infinite rate.
+      type: float
+      returned: always
+      sample: null
+    seed:
+      description: O(seed).
+      type: int
+      returned: always
+      sample: 1
+    completed:
+      description: Requests that completed.
+      type: int
+      returned: always
+      sample: 64
+    failed:
+      description: Requests that did not complete (errors, and requests never sent).
+      type: int
+      returned: always
+      sample: 0
+    complete:
+      description: Every prompt completed and the run was not cut short.
+      type: bool
+      returned: always
+      sample: true
+    duration_s:
+      description: Seconds from the first request to the end of the last.
+      type: float
+      returned: always
+      sample: 12.3
+    total_input_tokens:
+      description: Prompt tokens of the completed requests.
+      type: int
+      returned: always
+      sample: 65536
+    total_output_tokens:
+      description: Output tokens of the completed requests.
+      type: int
+      returned: always
+      sample: 16384
+    output_throughput:
+      description: Output tokens per second.
+      type: float
+      returned: always
+      sample: 1332.0
+    request_throughput:
+      description: Completed requests per second.
+      type: float
+      returned: always
+      sample: 5.2
+    mean_ttft_ms:
+      description: Mean time to first token. C(median_ttft_ms) and C(p99_ttft_ms) are its median and 99th percentile.
+      type: float
+      returned: always
+      sample: 71.2
+    mean_itl_ms:
+      description: Mean inter-token latency, a chunk's gap spread over its tokens. C(median_itl_ms), C(p99_itl_ms) likewise.
+      type: float
+      returned: always
+      sample: 10.2
+    mean_tpot_ms:
+      description: Mean time per output token after the first. C(median_tpot_ms), C(p99_tpot_ms) likewise.
+      type: float
+      returned: always
+      sample: 16.2
+    mean_e2e_latency_ms:
+      description: Mean request latency. C(median_e2e_latency_ms), C(p99_e2e_latency_ms) likewise.
+      type: float
+      returned: always
+      sample: 536.0
+    accept_length:
+      description: Accepted tokens per verify step; null without speculative decoding.
+      type: float
+      returned: always
+      sample: 3.53
+    accept_length_source:
+      description: V(server_info) (its C(avg_spec_accept_length)) or V(requests) (the requests' C(meta_info)); null with no value.
+      type: str
+      returned: always
+      sample: server_info
+    mean_client_lag_ms:
+      description:
+        - Builtin harness; mean delay from when a request was meant to start to when it did. C(p99_client_lag_ms)
+          and C(max_client_lag_ms) likewise. Null for the sglang harness.
+      type: float
+      returned: always
+      sample: 0.08
+    errors:
+      description: The first few distinct errors of failed requests.
+      type: list
+      elements: str
+      returned: always
+      sample: ["ConnectionRefusedError: [Errno 111] Connection refused"]
+    raw_file:
+      description: The harness's raw output beside the result.
+      type: str
+      returned: always
+      sample: /root/bench_results/ct200-main/tp1-dflash/raw-c4.jsonl
+result_file:
+  description: Where the result row was written.
+  returned: unless in check mode
+  type: str
+  sample: /root/bench_results/ct200-main/tp1-dflash/result-c4.json
+cmd:
+  description: The SGLang client's command line.
+  returned: when O(harness=sglang)
+  type: list
+  elements: str
+  sample: ["/opt/sglang/bin/python", "-m", "sglang.benchmark.serving", "--backend", "sglang"]
+skipped:
+  description: True in check mode, where nothing ran.
+  returned: check mode
+  type: bool
+  sample: true
+"""
+
+import json
+import os
+import tempfile
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.specdec.bench.plugins.module_utils._builtin_harness import LoadRun, arrival_times, generate_body, make_prompts
+from ansible_collections.specdec.bench.plugins.module_utils._harness import (
+    finite,
+    from_builtin,
+    from_sglang_client,
+    raw_file_name,
+    result_file_name,
+    result_row,
+)
+from ansible_collections.specdec.bench.plugins.module_utils._sglang_http import CONNECTION_ERRORS, HTTPStatusError, post, request_json
+
+# SGLang's benchmark client moved from sglang.bench_serving to sglang.benchmark.serving; the newer is tried first.
+CLIENT_MODULES = ('sglang.benchmark.serving', 'sglang.bench_serving')
+FIND_SPEC = 'import importlib.util, sys; raise SystemExit(importlib.util.find_spec(sys.argv[1]) is None)'
+CHECKPOINT_SECONDS = 1.0
+
+
+def sglang_command(python, client, params, output_file):
+    """The SGLang client's argument list for the options; the workload flags mirror the builtin harness."""
+    rate = finite(params['request_rate'])
+    command = [
+        python, '-m', client, '--backend', 'sglang', '--base-url', params['base_url'],
+        '--dataset-name', 'random-ids', '--random-input-len', str(params['input_len']),
+        '--random-output-len', str(params['output_len']), '--random-range-ratio', '1.0',
+        '--num-prompts', str(params['num_prompts']), '--max-concurrency', str(params['concurrency']),
+        '--request-rate', 'inf' if rate is None else repr(rate), '--seed', str(params['seed']),
+        '--warmup-requests', str(params['warmup_requests']), '--output-file', output_file,
+    ]
+    if params['flush_cache']:
+        command.append('--flush-cache')
+    if params['tokenizer']:
+        command += ['--tokenizer', params['tokenizer']]
+    return command + list(params['extra_args'])
+
+
+def write_atomic(path, text):
+    """Write a file so readers see the old or the new content, never a part."""
+    directory = os.path.dirname(path)
+    handle, tmp = tempfile.mkstemp(prefix='.%s.' % os.path.basename(path), suffix='.tmp', dir=directory)
+    try:
+        with os.fdopen(handle, 'w', encoding='utf-8') as stream:
+            stream.write(text)
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def dump_row(row):
+    return json.dumps(row, indent=2, sort_keys=False, allow_nan=False) + '\n'
+
+
+def workload(params):
+    return dict(concurrency=params['concurrency'], num_prompts=params['num_prompts'], input_len=params['input_len'],
+                output_len=params['output_len'], request_rate=params['request_rate'], seed=params['seed'],
+                stage=params['stage'])
+
+
+class RawLog:
+    """The builtin harness's raw output: one JSON line per finished request, appended as they finish.
+
+    Each append is one write() of whole lines to a file opened O_APPEND, so a run that is killed leaves every
+    request written so far and no half line (rewriting the whole file each time would cost the timed threads
+    the interpreter lock for as long as the file is big).
+    """
+
+    def __init__(self, path):
+        self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o644)
+        self.written = 0
+
+    def append(self, records):
+        data = ''.join(json.dumps(record) + '\n' for record in records[self.written:]).encode('utf-8')
+        self.written = len(records)
+        while data:
+            data = data[os.write(self.fd, data):]
+
+    def close(self):
+        os.fsync(self.fd)
+        os.close(self.fd)
+
+
+def progress_row(params, records, raw_path):
+    """The result file while the run goes on: counts so far, no statistics, complete false."""
+    measured = [record for record in records if not record['warmup']]
+    completed = sum(1 for record in measured if record['success'])
+    return result_row(harness='builtin', completed=completed, failed=params['num_prompts'] - completed, complete=False,
+                      raw_file=raw_path, errors=[], **workload(params))
+
+
+def run_builtin(module, params, result_path, raw_path):
+    """Warm up, flush, run; every second the raw log gets the finished requests and the result file the counts.
+
+    Returns (result row, error or None).
+    """
+    base = params['base_url'].rstrip('/')
+    prompts = make_prompts(params['seed'], params['num_prompts'], params['input_len'])
+    raw = RawLog(raw_path)
+    try:
+        write_atomic(result_path, dump_row(progress_row(params, [], raw_path)))
+        records = []
+        if params['warmup_requests'] > 0:
+            body = generate_body(prompts[0], params['output_len'])
+            warmup = LoadRun(base, [body] * params['warmup_requests'], [0.0] * params['warmup_requests'],
+                             params['warmup_requests'], params['request_timeout'], warmup=True).start()
+            warmup.wait()
+            records.extend(warmup.records)
+            raw.append(records)
+            if not any(record['success'] for record in warmup.records):
+                row = from_builtin(records, None, raw_file=raw_path, interrupted=True, **workload(params))
+                row['errors'] = sorted(set(record['error'] for record in warmup.records))[:5]
+                write_atomic(result_path, dump_row(row))
+                return row, 'every warm-up request failed: %s' % '; '.join(row['errors'])
+        if params['flush_cache']:
+            try:
+                status, text = post(base + '/flush_cache', timeout=60)
+                if status != 200:
+                    module.warn('POST /flush_cache answered %s: %s' % (status, text.strip()))
+            except CONNECTION_ERRORS as exc:
+                module.warn('POST /flush_cache failed: %s' % exc)
+
+        run = LoadRun(base, [generate_body(prompt, params['output_len']) for prompt in prompts],
+                      arrival_times(params['seed'], len(prompts), params['request_rate']),
+                      params['concurrency'], params['request_timeout']).start()
+        while not run.wait(CHECKPOINT_SECONDS):
+            snapshot = records + list(run.records)
+            raw.append(snapshot)
+            write_atomic(result_path, dump_row(progress_row(params, snapshot, raw_path)))
+        records += run.records
+        raw.append(records)
+    finally:
+        raw.close()
+
+    server_info = None
+    try:
+        server_info = request_json(base + '/server_info', timeout=30)
+    except (HTTPStatusError, ValueError) + CONNECTION_ERRORS as exc:
+        module.warn('cannot read /server_info after the run: %s' % exc)
+    row = from_builtin(records, run.duration, server_info=server_info, raw_file=raw_path, **workload(params))
+    write_atomic(result_path, dump_row(row))
+    return row, None
+
+
+def find_client(module, python):
+    for client in CLIENT_MODULES:
+        rc, _out, _err = module.run_command([python, '-c', FIND_SPEC, client])
+        if rc == 0:
+            return client
+    return None
+
+
+def run_sglang(module, params, result_path, raw_path):
+    """Run SGLang's client once and map its line. Returns (row, error or None, command)."""
+    log_path = os.path.join(params['output_dir'], raw_file_name(params['concurrency'], 'log'))
+    python = params['python']
+    if os.sep not in python:
+        python = module.get_bin_path(python, required=True)
+    client = find_client(module, python)
+    if client is None:
+        module.fail_json(msg='SGLang\'s benchmark client (%s) cannot be imported by %s' % (' or '.join(CLIENT_MODULES), python))
+    # the client appends to its output file: give it a fresh one, renamed into place once it is done
+    handle, partial = tempfile.mkstemp(prefix='.%s.' % os.path.basename(raw_path), suffix='.partial', dir=params['output_dir'])
+    os.close(handle)
+    command = sglang_command(python, client, params, partial)
+    environ = dict((str(key), str(value)) for key, value in params['environment'].items())
+    try:
+        rc, out, err = module.run_command(command, environ_update=environ)
+        with open(partial, encoding='utf-8', errors='replace') as stream:
+            text = stream.read()
+    finally:
+        if os.path.exists(partial):
+            os.unlink(partial)
+    write_atomic(log_path, out + err)
+    write_atomic(raw_path, text)
+    error = None if rc == 0 else 'the SGLang client exited with %d: %s' % (rc, (err or out).strip()[-2000:])
+    try:
+        row = from_sglang_client(text, raw_file=raw_path, interrupted=rc != 0, **workload(params))
+    except ValueError as exc:
+        row = result_row(harness='sglang', completed=0, failed=params['num_prompts'], complete=False, raw_file=raw_path,
+                         errors=[error or str(exc)], **workload(params))
+        error = error or 'no result from the SGLang client: %s' % exc
+    write_atomic(result_path, dump_row(row))
+    return row, error, command
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            harness=dict(type='str', choices=['builtin', 'sglang'], default='builtin'),
+            base_url=dict(type='str', default='http://127.0.0.1:30000'),
+            concurrency=dict(type='int', required=True),
+            num_prompts=dict(type='int', required=True),
+            input_len=dict(type='int', required=True),
+            output_len=dict(type='int', required=True),
+            seed=dict(type='int', default=1),
+            warmup_requests=dict(type='int', default=1),
+            request_rate=dict(type='float'),
+            flush_cache=dict(type='bool', default=True),
+            output_dir=dict(type='path', required=True),
+            stage=dict(type='str'),
+            request_timeout=dict(type='float', default=600),
+            fail_on_incomplete=dict(type='bool', default=True),
+            python=dict(type='path', default='python3'),
+            tokenizer=dict(type='str', no_log=False),
+            extra_args=dict(type='list', elements='str', default=[]),
+            environment=dict(type='dict', default={}),
+        ),
+        supports_check_mode=True,
+    )
+    params = module.params
+    for key in ('concurrency', 'num_prompts', 'input_len', 'output_len'):
+        if params[key] < 1:
+            module.fail_json(msg='%s must be at least 1, got %d' % (key, params[key]))
+    if params['warmup_requests'] < 0:
+        module.fail_json(msg='warmup_requests must be at least 0')
+    if not params['base_url'].startswith(('http://', 'https://')):
+        module.fail_json(msg='base_url must be an http:// or https:// URL, got %s' % params['base_url'])
+    if module.check_mode:
+        module.exit_json(changed=False, skipped=True, msg='check mode: no request sent, no file written')
+
+    if not os.path.isdir(params['output_dir']):
+        os.makedirs(params['output_dir'])
+    result_path = os.path.join(params['output_dir'], result_file_name(params['concurrency']))
+    raw_path = os.path.join(params['output_dir'], raw_file_name(params['concurrency']))
+    extra = {}
+    if params['harness'] == 'sglang':
+        row, error, extra['cmd'] = run_sglang(module, params, result_path, raw_path)
+    else:
+        row, error = run_builtin(module, params, result_path, raw_path)
+    if error is None and not row['complete']:
+        error = '%d of %d requests completed' % (row['completed'], row['num_prompts'])
+        if row['errors']:
+            error += ': %s' % row['errors'][0]
+    if error and params['fail_on_incomplete']:
+        module.fail_json(msg=error, changed=True, result=row, result_file=result_path, **extra)
+    if error:
+        module.warn(error)
+    module.exit_json(changed=True, result=row, result_file=result_path, **extra)
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,183 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, specdec.bench developers
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The normalized result schema: SGLang's client lines (real captures) mapped onto it, builtin records reduced to it."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+
+import pytest
+
+from ansible_collections.specdec.bench.plugins.module_utils import _harness as harness
+from ansible_collections.specdec.bench.plugins.module_utils._builtin_harness import arrival_times, generate_body, make_prompts
+
+FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..', 'fixtures', 'sglang-client')
+SCHEMA_KEYS = {
+    'harness', 'concurrency', 'num_prompts', 'input_len', 'output_len', 'completed', 'failed', 'complete', 'duration_s',
+    'output_throughput', 'request_throughput', 'accept_length', 'raw_file',
+} | {'%s_%s' % (stat, metric) for stat in ('mean', 'median', 'p99') for metric in ('ttft_ms', 'itl_ms', 'tpot_ms', 'e2e_latency_ms')}
+# the accept_length of the captured runs (/server_info's avg_spec_accept_length; none for autoregressive decoding)
+ACCEPT_LENGTHS = [('ar', None), ('dflash', 3.526315789473684), ('ddtree64', 4.5423728813559325)]
+
+
+def client_text(method):
+    with open(os.path.join(FIXTURES, 'bench_serving_%s.jsonl' % method), encoding='utf-8') as handle:
+        return handle.read()
+
+
+def test_the_schema_holds_every_key_the_report_reads():
+    assert SCHEMA_KEYS <= set(harness.RESULT_KEYS)
+    assert len(set(harness.RESULT_KEYS)) == len(harness.RESULT_KEYS)
+    with pytest.raises(ValueError, match='not result keys: speedup'):
+        harness.result_row(speedup=2.0)
+
+
+@pytest.mark.parametrize('method, accept_length', ACCEPT_LENGTHS)
+def test_sglang_client_lines_map_exactly(method, accept_length):
+    text = client_text(method)
+    line = json.loads(text)  # Python's json reads the bare Infinity the client writes
+    assert line['request_rate'] == float('inf')
+    row = harness.from_sglang_client(text, num_prompts=8, seed=1, raw_file='/r/raw-c4.jsonl', stage='tp1-%s' % method)
+    assert set(row) == set(harness.RESULT_KEYS)
+    for key in harness.STAT_KEYS + ('completed', 'output_throughput', 'request_throughput', 'total_input_tokens', 'total_output_tokens'):
+        assert row[key] == line[key], key
+    assert row['duration_s'] == line['duration']
+    # the client's throughputs are its counts over its duration, the same float operations
+    assert row['request_throughput'] == line['completed'] / line['duration']
+    assert row['output_throughput'] == line['total_output_tokens'] / line['duration']
+    assert (row['harness'], row['stage'], row['seed'], row['raw_file']) == ('sglang', 'tp1-%s' % method, 1, '/r/raw-c4.jsonl')
+    assert (row['concurrency'], row['input_len'], row['output_len']) == (4, 64, 64)
+    assert row['request_rate'] is None  # infinite: strict JSON has no Infinity
+    assert (row['completed'], row['failed'], row['complete']) == (8, 0, True)
+    assert row['accept_length'] == accept_length
+    assert row['accept_length_source'] == (None if accept_length is None else 'server_info')
+    assert row['mean_client_lag_ms'] is None
+    json.dumps(row, allow_nan=False)
+
+
+def test_sglang_client_output_with_progress_bar_carriage_returns_and_missing_prompts():
+    text = ' 0%|          | 0/8\r 50%|#####     | 4/8\rnot json\n' + client_text('dflash').replace('"completed": 8', '"completed": 6')
+    row = harness.from_sglang_client(text, num_prompts=8)
+    assert (row['completed'], row['failed'], row['complete']) == (6, 2, False)
+    assert harness.from_sglang_client(client_text('dflash'), num_prompts=8, interrupted=True)['complete'] is False
+
+
+def test_sglang_client_output_without_a_result_line():
+    with pytest.raises(ValueError, match='no JSON result line'):
+        harness.from_sglang_client('Traceback (most recent call last):\n  ...\nConnectionRefusedError\n')
+
+
+def test_not_a_number_becomes_null():
+    row = harness.from_sglang_client('{"completed": 0, "duration": 1.0, "mean_ttft_ms": NaN, "accept_length": NaN}', num_prompts=4)
+    assert row['mean_ttft_ms'] is None and row['accept_length'] is None and row['failed'] == 4
+
+
+@pytest.mark.parametrize('values, q, expected', [
+    ([1, 2, 3, 4], 50, 2.5),
+    ([1, 2, 3, 4], 99, 3.97),
+    ([15, 20, 35, 40, 50], 40, 29.0),
+    ([7], 99, 7),
+    ([3, 1, 2], 0, 1),
+    ([3, 1, 2], 100, 3),
+])
+def test_percentile_interpolates_linearly_as_numpy(values, q, expected):
+    assert harness.percentile(values, q) == pytest.approx(expected)
+
+
+def test_percentile_of_nothing_is_none():
+    assert harness.percentile([], 50) is None
+
+
+def chunk(text, tokens, **meta):
+    meta['completion_tokens'] = tokens
+    return {'text': text, 'meta_info': meta}
+
+
+def test_request_timing_spreads_a_multi_token_chunk_over_its_tokens():
+    timing = harness.RequestTiming(10.0)
+    for now, event in [
+        (10.050, chunk('', 0)),  # no text: not a token (SGLang's client skips it)
+        (10.100, chunk('a', 1)),  # first token: TTFT
+        (10.130, chunk('abcd', 4)),  # 3 tokens in one chunk: 30 ms spread over 3
+        (10.140, chunk('abcd', 4)),  # no new token: skipped, and the gap keeps running
+        (10.160, chunk('abcde', 5)),  # 30 ms since the last counted chunk
+        (10.200, chunk('abcdefgh', 8, spec_verify_ct=3, spec_accept_length=8 / 3.0, prompt_tokens=16)),
+        (10.210, '[DONE]'),
+    ]:
+        timing.feed(now, event)
+    assert timing.ttft == pytest.approx(0.1)
+    assert timing.itl == pytest.approx([0.01] * 3 + [0.03] + [0.04 / 3] * 3)
+    assert timing.latency == pytest.approx(0.21)  # the [DONE] line ends the request, as in SGLang's client
+    record = timing.record()
+    assert (record['output_tokens'], record['prompt_tokens'], record['spec_verify_ct']) == (8, 16, 3)
+
+
+def record(index, ttft, latency, tokens, itl, warmup=False, success=True, error=None, lag=0.0, verify=None):
+    return dict(index=index, warmup=warmup, success=success, error=error, scheduled_s=0.0, intended_start_s=1.0,
+                start_s=1.0 + lag, ttft_s=ttft, latency_s=latency, itl_s=itl, output_tokens=tokens, prompt_tokens=32,
+                spec_verify_ct=verify, spec_accept_length=(tokens / float(verify)) if verify else None)
+
+
+def hand_records():
+    return [
+        record(0, 9.0, 99.0, 5, [9.0] * 4, warmup=True),  # left out
+        record(1, 0.1, 0.5, 5, [0.1, 0.1, 0.1, 0.1], lag=0.001, verify=2),
+        record(2, 0.2, 0.8, 4, [0.3, 0.15, 0.15], lag=0.003, verify=2),
+        record(3, 0.3, 1.0, 3, [0.35, 0.35], lag=0.002, verify=1),
+        record(4, None, 0.05, 0, [], success=False, error='ConnectionResetError: reset by peer', lag=0.0),
+    ]
+
+
+def test_builtin_statistics_from_hand_made_timings():
+    row = harness.from_builtin(hand_records(), 2.0, concurrency=2, num_prompts=5, input_len=32, output_len=5, seed=3,
+                               raw_file='/r/raw-c2.jsonl')
+    assert set(row) == set(harness.RESULT_KEYS)
+    assert (row['completed'], row['failed'], row['complete']) == (3, 2, False)
+    assert row['duration_s'] == 2.0 and row['request_throughput'] == 1.5
+    assert row['total_output_tokens'] == 12 and row['output_throughput'] == 6.0 and row['total_input_tokens'] == 96
+    assert row['mean_ttft_ms'] == pytest.approx(200.0) and row['median_ttft_ms'] == pytest.approx(200.0)
+    assert row['p99_ttft_ms'] == pytest.approx(298.0)  # rank 1.98, between 200 and 300
+    itls = [0.1] * 4 + [0.3, 0.15, 0.15] + [0.35, 0.35]
+    assert row['mean_itl_ms'] == pytest.approx(sum(itls) / 9 * 1000)
+    assert row['median_itl_ms'] == pytest.approx(150.0)
+    assert row['p99_itl_ms'] == pytest.approx(350.0)
+    tpots = [(0.5 - 0.1) / 4, (0.8 - 0.2) / 3, (1.0 - 0.3) / 2]
+    assert row['mean_tpot_ms'] == pytest.approx(sum(tpots) / 3 * 1000)
+    assert row['median_tpot_ms'] == pytest.approx(200.0)
+    assert row['mean_e2e_latency_ms'] == pytest.approx(2300 / 3.0) and row['median_e2e_latency_ms'] == pytest.approx(800.0)
+    assert row['accept_length'] == pytest.approx(12 / 5.0) and row['accept_length_source'] == 'requests'
+    lags = [1.0, 3.0, 2.0, 0.0]
+    assert row['mean_client_lag_ms'] == pytest.approx(1.5) and row['max_client_lag_ms'] == pytest.approx(3.0)
+    assert row['p99_client_lag_ms'] == pytest.approx(harness.percentile(lags, 99))
+    assert row['errors'] == ['ConnectionResetError: reset by peer']
+    json.dumps(row, allow_nan=False)
+
+
+def test_builtin_accept_length_prefers_server_info_and_is_null_for_autoregressive():
+    server_info = {'internal_states': [{'avg_spec_accept_length': 3.25}]}
+    row = harness.from_builtin(hand_records(), 2.0, 2, 5, 32, 5, server_info=server_info)
+    assert (row['accept_length'], row['accept_length_source']) == (3.25, 'server_info')
+    autoregressive = [dict(r, spec_verify_ct=None, spec_accept_length=None) for r in hand_records()]
+    row = harness.from_builtin(autoregressive, 2.0, 2, 5, 32, 5, server_info={'internal_states': [{}]})
+    assert row['accept_length'] is None and row['accept_length_source'] is None
+
+
+def test_builtin_with_nothing_finished_has_null_statistics():
+    row = harness.from_builtin([], None, 1, 4, 32, 8, interrupted=True)
+    assert (row['completed'], row['failed'], row['complete']) == (0, 4, False)
+    assert all(row[key] is None for key in harness.STAT_KEYS + ('output_throughput', 'duration_s'))
+
+
+def test_prompts_and_arrivals_are_seeded():
+    assert make_prompts(7, 3, 16) == make_prompts(7, 3, 16) != make_prompts(8, 3, 16)
+    assert [len(prompt) for prompt in make_prompts(7, 3, 16)] == [16, 16, 16]
+    assert arrival_times(1, 4, None) == arrival_times(1, 4, float('inf')) == [0.0] * 4
+    times = arrival_times(1, 2000, 50.0)
+    assert times == arrival_times(1, 2000, 50.0) and times[0] == 0.0 and times == sorted(times)
+    assert times[-1] / 1999 == pytest.approx(1 / 50.0, rel=0.1)  # the mean gap of a Poisson process of rate 50
+    body = generate_body([1, 2], 8)
+    assert body['stream'] is True and body['sampling_params'] == {'max_new_tokens': 8, 'temperature': 0, 'ignore_eos': True}
+    assert math.isclose(harness.finite('3.5'), 3.5) and harness.finite(float('nan')) is None and harness.finite(True) is None
