@@ -59,6 +59,8 @@ sim-down: venv
 
 demo: sim-up
 	$(BIN)/ansible-playbook -i $(SIM_INVENTORY) playbooks/probe.yml
+	$(BIN)/ansible-playbook -i $(SIM_INVENTORY) playbooks/plan.yml -e @campaigns/ct200.yml --check
+	$(BIN)/ansible-playbook -i $(SIM_INVENTORY) playbooks/plan.yml -e @campaigns/a100box.yml --check
 	@echo; echo "Probe summaries: $(CURDIR)/results/probe/*.json"
 	@echo "The simulated hosts keep running: podman exec specdec-demo-ct200 nvidia-smi; make sim-down removes them."
 
