@@ -67,16 +67,16 @@ demo: sim-up
 ## --- tests ----------------------------------------------------------------------------------
 test: lint sanity unit collection molecule
 
-lint: venv
+lint: setup
 	$(BIN)/ansible-lint --profile production
 
-sanity: venv
+sanity: setup
 	tests/sanity/run.sh
 
-unit: venv
+unit: setup
 	$(BIN)/python -m pytest tests/unit
 
-collection: venv
+collection: setup
 	tests/build/check_collection.sh
 
 molecule: image
