@@ -31,7 +31,7 @@ host-packages:
 	@missing=$$(for p in $(HOST_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
 	  echo "installing Debian packages: $$missing"; \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
 	fi
 	@# crun fails on hybrid cgroups here; podman's default ulimits exceed the hard limit. A drop-in, not /etc/containers.conf.
 	@install -D -m 0644 tests/sim/image/containers.conf /etc/containers/containers.conf.d/50-specdec-sim.conf
