@@ -9,7 +9,8 @@ VENV     := .venv
 BIN      := $(VENV)/bin
 CACHE    := .cache
 COLLECTION_LINK := $(CACHE)/collections/ansible_collections/specdec/bench
-HOST_PACKAGES := podman runc debootstrap shellcheck
+# chromium and its driver: the monitoring page's browser test (selenium drives the system browser, no download)
+HOST_PACKAGES := podman runc debootstrap shellcheck chromium chromium-driver
 SIM_INVENTORY := inventories/sim
 
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
