@@ -1,0 +1,91 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, specdec.bench developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Action for specdec.bench.report: the campaign report, written on the controller from the collected results.
+
+Nothing runs on a host. The logic is in plugin_utils/report.py; this file validates the arguments and returns.
+"""
+
+from __future__ import annotations
+
+import os
+
+from ansible.errors import AnsibleActionFail
+from ansible.module_utils.common.text.converters import to_text
+from ansible.module_utils.parsing.convert_bool import boolean
+from ansible.plugins.action import ActionBase
+from ansible.utils.display import Display
+
+from ansible_collections.specdec.bench.plugins.plugin_utils.report import BASELINE_METHOD, ReportError, generate
+
+try:
+    import yaml
+except ImportError:  # pragma: no cover - ansible-core requires PyYAML
+    yaml = None
+
+# The results layout is named once, in the results_dir role's defaults.
+LAYOUT_FILE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                           'roles', 'results_dir', 'defaults', 'main.yml')
+display = Display()
+ARGS = ('campaign', 'results_dir', 'output_dir', 'hosts', 'compare_to', 'baseline_method', 'plots', 'layout')
+
+
+def default_layout(path=LAYOUT_FILE):
+    if yaml is None:
+        raise AnsibleActionFail('PyYAML is needed to read the results layout from %s' % path)
+    try:
+        with open(path, encoding='utf-8') as handle:
+            return yaml.safe_load(handle)['results_dir_layout']
+    except (OSError, KeyError, TypeError, yaml.YAMLError) as exc:
+        raise AnsibleActionFail('cannot read results_dir_layout from %s: %s' % (path, exc)) from exc
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False
+    _VALID_ARGS = frozenset(ARGS)
+
+    def run(self, tmp=None, task_vars=None):
+        result = super().run(tmp, task_vars)
+        args = self._task.args
+        for name in ('campaign', 'results_dir', 'output_dir'):
+            if not args.get(name):
+                raise AnsibleActionFail('%s is required' % name)
+        hosts = args.get('hosts')
+        if hosts is not None and (not isinstance(hosts, list) or not all(isinstance(h, str) and h for h in hosts)):
+            raise AnsibleActionFail('hosts is %r; allowed: a list of inventory host names' % (hosts,))
+        layout = args.get('layout') or default_layout()
+        if not isinstance(layout, dict):
+            raise AnsibleActionFail('layout is %r; allowed: a dict like results_dir_layout' % (layout,))
+        try:
+            plots = boolean(args.get('plots', True), strict=True)
+        except TypeError as exc:
+            raise AnsibleActionFail('plots is %r; allowed: true or false' % (args.get('plots'),)) from exc
+        output_dir = os.path.abspath(os.path.expanduser(to_text(args['output_dir'])))
+        try:
+            made = generate(
+                os.path.abspath(os.path.expanduser(to_text(args['results_dir']))), args['campaign'], output_dir, layout,
+                hosts=hosts, compare_to=args.get('compare_to') or None,
+                baseline_method=args.get('baseline_method') or BASELINE_METHOD, plots=plots)
+        except ReportError as exc:
+            raise AnsibleActionFail(str(exc)) from exc
+        except OSError as exc:
+            raise AnsibleActionFail('cannot write the report to %s: %s' % (output_dir, exc)) from exc
+        report = made['report']
+        result.update(
+            changed=bool(made['changed']),
+            files=made['files'],
+            written=made['changed'],
+            report_md=made['files']['report.md'],
+            hosts=[host['host'] for host in report['hosts']],
+            rows=len(report['rows']),
+            measured=sum(1 for row in report['rows'] if row['status'] == 'ok'),
+            not_measured=report['not_measured'],
+            best=report['best'],
+            summary_lines=made['lines'],
+        )
+        if made['plots_skipped']:
+            result['plots_skipped'] = made['plots_skipped']
+            if plots:
+                display.warning(made['plots_skipped'])
+        return result

@@ -1,0 +1,152 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, specdec.bench developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: report
+short_description: Write the report of a benchmark campaign from the results collected on the controller
+version_added: 0.1.0
+description:
+  - Runs on the controller only (an action plugin; nothing runs on a host). Reads what M(specdec.bench.results_unpack)
+    collected under O(results_dir)C(/<host>/<campaign>/), laid out as the C(results_dir) role names it, and writes
+    to O(output_dir)
+    C(results.csv) and C(results.json) (one row per host, stage and concurrency), C(report.md), C(report.tex)
+    (booktabs tables, ready to C(\input)) and PNG plots.
+  - C(speedup) is the output throughput of a stage over that of the O(baseline_method) stage on the same host, TP and
+    concurrency; it is left empty when that baseline was not measured, never guessed.
+  - A row is C(ok) when its stage ran and the harness completed every prompt at that concurrency; failed,
+    infeasible and never-run stages are rows too, with their status and reason, and C(report.md) lists them.
+  - The report is a pure function of the collected files; a file is rewritten only when its content changed, so
+    running it again on the same results reports no change.
+  - The plots need matplotlib on the controller; without it the other files are written and RV(plots_skipped) says why.
+author:
+  - specdec.bench developers (!UNKNOWN)
+options:
+  campaign:
+    description: The campaign id, C([a-z0-9][a-z0-9._-]*).
+    type: str
+    required: true
+  results_dir:
+    description: The controller folder that holds C(<inventory_hostname>/<campaign>/<stage>/), as the C(collect) role fills it.
+    type: path
+    required: true
+  output_dir:
+    description: Where the report files go; created when missing.
+    type: path
+    required: true
+  hosts:
+    description: The hosts to report on, in this order. A host listed here with nothing collected appears as such. Default every host
+      under O(results_dir) that holds the campaign.
+    type: list
+    elements: str
+  compare_to:
+    description:
+      - Another campaign collected under O(results_dir) (the "before" of a change). Writes C(compare-<compare_to>.md) and
+        C(compare-<compare_to>.csv) with both campaigns side by side per host, stage and concurrency, and the deltas.
+    type: str
+  baseline_method:
+    description: The method that speedups are measured against.
+    type: str
+    default: autoregressive
+  plots:
+    description: Draw the PNG plots (speedup and acceptance length against DDTree budget per TP, throughput against concurrency per method).
+    type: bool
+    default: true
+  layout:
+    description:
+      - The results layout (C(results_dir_layout) of the C(results_dir) role). Default that role's defaults, read from the collection.
+    type: dict
+attributes:
+  check_mode:
+    support: full
+    description: The report is written in check mode too; it changes no host, only files on the controller.
+  diff_mode:
+    support: none
+  platform:
+    platforms: posix
+requirements:
+  - matplotlib on the controller for the plots (optional).
+seealso:
+  - module: specdec.bench.results_unpack
+notes:
+  - Numbers come from the normalized harness results (C(result-c<N>.json)); the unit tests recompute them from the raw
+    per-request records.
+"""
+
+EXAMPLES = r"""
+- name: Write the report of campaign qwen36-ct200
+  specdec.bench.report:
+    campaign: qwen36-ct200
+    results_dir: "{{ playbook_dir }}/../results"
+    output_dir: "{{ playbook_dir }}/../reports/qwen36-ct200"
+
+- name: Compare it against the campaign before a change
+  specdec.bench.report:
+    campaign: qwen36-ct200-after
+    compare_to: qwen36-ct200
+    results_dir: results
+    output_dir: reports/qwen36-ct200-after
+"""
+
+RETURN = r"""
+files:
+  description: Every file the report consists of, name to path.
+  returned: success
+  type: dict
+  sample: {results.csv: /work/reports/qwen36-ct200/results.csv, report.md: /work/reports/qwen36-ct200/report.md}
+written:
+  description: The files whose content changed in this run.
+  returned: success
+  type: list
+  elements: str
+  sample: [report.md, results.csv]
+report_md:
+  description: Path of C(report.md).
+  returned: success
+  type: str
+  sample: /work/reports/qwen36-ct200/report.md
+hosts:
+  description: The hosts reported on.
+  returned: success
+  type: list
+  elements: str
+  sample: [a100box, ct200]
+rows:
+  description: How many rows (host, stage, concurrency) the report has.
+  returned: success
+  type: int
+  sample: 45
+measured:
+  description: How many of them were measured (status ok).
+  returned: success
+  type: int
+  sample: 36
+not_measured:
+  description: The stages that did not run or did not end ok, with their reason.
+  returned: success
+  type: list
+  elements: dict
+  sample: [{host: a100box, stage: tp1-autoregressive, tp: 1, setting: AR, status: infeasible, reason: the smallest TP that fits is 2}]
+best:
+  description: Per host, TP and concurrency, the setting with the highest output throughput.
+  returned: success
+  type: list
+  elements: dict
+  sample: [{host: ct200, tp: 1, concurrency: 1, stage: tp1-ddtree-b64-k4, setting: DDTree B=64 k=4, output_throughput: 88.1,
+            speedup: 2.31, accept_length: 4.2, is_baseline: false}]
+summary_lines:
+  description: A readable summary, one line per host, TP and concurrency.
+  returned: success
+  type: list
+  elements: str
+  sample: ["ct200 TP1 c=1: best DDTree B=64 k=4 88.1 tok/s, 2.31x"]
+plots_skipped:
+  description: Why no plots were drawn, when none were.
+  returned: when no plots were drawn
+  type: str
+  sample: "matplotlib is not importable on the controller (No module named 'matplotlib'); pip install matplotlib for the plots"
+"""

@@ -1,0 +1,826 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, specdec.bench developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The campaign report: collected results of one or more hosts -> rows, Markdown, LaTeX, CSV, JSON, plots, comparison.
+
+Controller side, used by the specdec.bench.report action. Reading and rendering are pure functions of the
+collected folders (<results>/<host>/<campaign>/, laid out as roles/results_dir names it); only write_report writes,
+and it rewrites a file only when its content changed, so a second run with the same results changes nothing.
+
+Definitions (as in the DFlash and DDTree papers):
+- speedup: output throughput (tokens/s) of a stage over that of the baseline method (autoregressive) on the same host,
+  TP and concurrency. Empty when that baseline was not measured: never guessed from another TP or concurrency.
+- acceptance length tau: tokens per verify step as the server reports it (/server_info avg_spec_accept_length, or the
+  requests' meta_info); autoregressive decoding reports none (it is 1 by definition).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import os
+import re
+
+BASELINE_METHOD = 'autoregressive'
+ID_PATTERN = r'^[a-z0-9][a-z0-9._-]*$'
+_ID_RE = re.compile(ID_PATTERN)
+# Methods and parameters as a reader of the papers knows them; anything else is shown as it is named.
+METHOD_NAMES = {'autoregressive': 'AR', 'dflash': 'DFlash', 'ddtree': 'DDTree'}
+PARAM_NAMES = {'budget': 'B', 'topk': 'k', 'num_draft_tokens': 'n'}
+# The sweep parameter of the budget plots.
+BUDGET_PARAM = 'budget'
+# Every column of results.csv, in order; results.json rows carry the same keys.
+ROW_KEYS = (
+    'host', 'campaign', 'stage', 'method', 'setting', 'tp', 'budget', 'topk', 'num_draft_tokens', 'concurrency',
+    'status', 'reason', 'output_throughput', 'speedup', 'baseline_stage', 'accept_length', 'accept_length_source',
+    'request_throughput', 'completed', 'failed', 'duration_s',
+    'mean_ttft_ms', 'median_ttft_ms', 'p99_ttft_ms', 'mean_itl_ms', 'median_itl_ms', 'p99_itl_ms',
+    'median_tpot_ms', 'p99_tpot_ms', 'median_e2e_latency_ms', 'p99_e2e_latency_ms',
+    'harness', 'gpu_name', 'gpu_count', 'gpus', 'driver', 'cuda', 'model', 'draft', 'sglang_version',
+)
+# Numbers copied from the normalized harness result (plugins/module_utils/_harness.py RESULT_KEYS).
+RESULT_NUMBERS = (
+    'output_throughput', 'accept_length', 'accept_length_source', 'request_throughput', 'completed', 'failed',
+    'duration_s', 'mean_ttft_ms', 'median_ttft_ms', 'p99_ttft_ms', 'mean_itl_ms', 'median_itl_ms', 'p99_itl_ms',
+    'median_tpot_ms', 'p99_tpot_ms', 'median_e2e_latency_ms', 'p99_e2e_latency_ms', 'harness',
+)
+# A row is measured when its stage ran and the run at that concurrency completed every prompt.
+MEASURED = 'ok'
+COMPARE_KEYS = (
+    'host', 'stage', 'setting', 'tp', 'concurrency', 'status_before', 'status_after',
+    'output_throughput_before', 'output_throughput_after', 'output_throughput_delta_pct',
+    'speedup_before', 'speedup_after', 'speedup_delta',
+    'accept_length_before', 'accept_length_after', 'accept_length_delta',
+    'median_ttft_ms_before', 'median_ttft_ms_after', 'median_ttft_ms_delta_pct',
+    'median_itl_ms_before', 'median_itl_ms_after', 'median_itl_ms_delta_pct',
+)
+
+
+class ReportError(ValueError):
+    """Bad input to the report: the message names the field and what is allowed."""
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Reading the collected results
+
+def _read_json(path):
+    """The JSON document at path, None when the file is absent; a broken file is an error naming it."""
+    try:
+        with open(path, 'rb') as handle:
+            data = handle.read()
+    except FileNotFoundError:
+        return None
+    try:
+        return json.loads(data)
+    except ValueError as exc:
+        raise ReportError('%s is not valid JSON: %s' % (path, exc)) from exc
+
+
+def _result_name_regex(layout):
+    prefix, _sep, suffix = layout['result'].partition('{concurrency}')
+    return re.compile('^%s([0-9]+)%s$' % (re.escape(prefix), re.escape(suffix)))
+
+
+def _stage_from_id(stage_id, campaign):
+    """A stage that campaign.json does not list (a folder from elsewhere): what its id tells."""
+    match = re.match(r'^tp([0-9]+)-([a-z0-9.]+)', stage_id)
+    return {'id': stage_id, 'campaign': campaign, 'method': match.group(2) if match else None,
+            'tp': int(match.group(1)) if match else None, 'params': {}, 'concurrency': [], 'feasible': None}
+
+
+def read_host(results_root, host, campaign, layout):
+    """What was collected for one host and campaign: the plan and every stage's status, results and snapshots.
+
+    Returns {'host', 'campaign', 'found', 'plan', 'stages': [{'stage': plan entry, 'status', 'results': {c: row},
+    'server_info', 'gpus'}]} in plan order; stage folders that the plan does not list follow, sorted.
+    """
+    folder = os.path.join(results_root, host, campaign)
+    data = {'host': host, 'campaign': campaign, 'found': os.path.isdir(folder), 'plan': None, 'stages': []}
+    if not data['found']:
+        return data
+    plan = _read_json(os.path.join(folder, layout['campaign']))
+    data['plan'] = plan
+    planned = list((plan or {}).get('stages') or [])
+    names = set(planned_stage['id'] for planned_stage in planned)
+    extra = sorted(name for name in os.listdir(folder)
+                   if name not in names and not name.startswith('.') and os.path.isdir(os.path.join(folder, name)))
+    result_re = _result_name_regex(layout)
+    for stage in planned + [_stage_from_id(name, campaign) for name in extra]:
+        stage_dir = os.path.join(folder, stage['id'])
+        entry = {'stage': stage, 'status': None, 'results': {}, 'server_info': None, 'gpus': None}
+        data['stages'].append(entry)
+        if not os.path.isdir(stage_dir):
+            continue
+        entry['status'] = _read_json(os.path.join(stage_dir, layout['status']))
+        if entry['status'] is not None and entry['status'].get('status') == MEASURED:
+            concurrencies = list(stage.get('concurrency') or [])
+            if not concurrencies:
+                concurrencies = sorted(int(m.group(1)) for m in map(result_re.match, os.listdir(stage_dir)) if m)
+            for concurrency in concurrencies:
+                entry['results'][concurrency] = _read_json(
+                    os.path.join(stage_dir, layout['result'].format(concurrency=concurrency)))
+            entry['server_info'] = _read_json(os.path.join(stage_dir, layout['server_info']))
+        entry['gpus'] = _read_json(os.path.join(stage_dir, layout['gpus']))
+    return data
+
+
+def find_hosts(results_root, campaign):
+    """The hosts under results_root that hold the campaign, sorted."""
+    try:
+        names = os.listdir(results_root)
+    except FileNotFoundError:
+        return []
+    return sorted(name for name in names if os.path.isdir(os.path.join(results_root, name, campaign)))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Rows
+
+def setting_label(method, params):
+    """How a paper names a setting: 'DDTree B=64 k=4', 'DFlash n=16', 'AR'."""
+    parts = [METHOD_NAMES.get(method, method or '?')]
+    for name in sorted(params or {}, key=lambda n: (list(PARAM_NAMES).index(n) if n in PARAM_NAMES else 99, n)):
+        parts.append('%s=%s' % (PARAM_NAMES.get(name, name), params[name]))
+    return ' '.join(parts)
+
+
+def _number(value):
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        return None
+    return value if math.isfinite(value) else None
+
+
+def _stage_gpus(stage, gpus_doc):
+    """(names of the stage's GPUs, how many, driver, CUDA) from its GPU snapshot."""
+    gpus_doc = gpus_doc or {}
+    listed = gpus_doc.get('nvidia_gpus') or []
+    wanted = set(stage.get('gpus') or [])
+    mine = [gpu for gpu in listed if gpu.get('uuid') in wanted] if wanted else listed
+    names = []
+    for gpu in mine:
+        if gpu.get('name') and gpu['name'] not in names:
+            names.append(gpu['name'])
+    driver = gpus_doc.get('nvidia_driver') or {}
+    return ' + '.join(names) or None, len(mine) or None, driver.get('version'), driver.get('cuda_version')
+
+
+def _row_status(stage_status, result):
+    """The status of one (stage, concurrency) row: ok only when the run completed every prompt."""
+    if stage_status is None:
+        return 'not run'
+    status = stage_status.get('status') or 'unknown'
+    if status != MEASURED:
+        return status
+    if result is None:
+        return 'missing'
+    return MEASURED if result.get('complete') else 'incomplete'
+
+
+def stage_rows(host, campaign, entry):
+    """One row per concurrency of a stage (its planned ones; those with results when the plan has none)."""
+    stage, status = entry['stage'], entry['status']
+    params = stage.get('params') or {}
+    server_info = entry['server_info'] or {}
+    gpu_name, gpu_count, driver, cuda = _stage_gpus(stage, entry['gpus'])
+    reason = (status or {}).get('reason')
+    if status is None:
+        reason = stage.get('reason') or 'no status.json: the stage never ran'
+    base = {
+        'host': host, 'campaign': campaign, 'stage': stage['id'], 'method': stage.get('method'),
+        'setting': setting_label(stage.get('method'), params), 'tp': stage.get('tp'),
+        'budget': params.get('budget'), 'topk': params.get('topk'), 'num_draft_tokens': params.get('num_draft_tokens'),
+        'reason': reason,
+        'gpu_name': gpu_name, 'gpu_count': gpu_count, 'gpus': ','.join(stage.get('gpus') or []) or None,
+        'driver': driver, 'cuda': cuda,
+        'model': server_info.get('model_path') or stage.get('model_path'),
+        'draft': server_info.get('speculative_draft_model_path') or stage.get('draft_path'),
+        'sglang_version': server_info.get('version'),
+    }
+    concurrencies = sorted(set(stage.get('concurrency') or []) | set(entry['results']))
+    rows = []
+    for concurrency in concurrencies:
+        result = entry['results'].get(concurrency)
+        row = dict.fromkeys(ROW_KEYS)
+        row.update(base)
+        row['concurrency'] = concurrency
+        row['status'] = _row_status(status, result)
+        if row['status'] in ('missing', 'incomplete'):
+            row['reason'] = ('no result file for this concurrency' if result is None else
+                             'incomplete run: %s of %s prompts completed' % (result.get('completed'), result.get('num_prompts')))
+        if result is not None:
+            for key in RESULT_NUMBERS:
+                value = result.get(key)
+                row[key] = value if key in ('accept_length_source', 'harness') else _number(value)
+            for key in ('completed', 'failed'):
+                row[key] = int(row[key]) if row[key] is not None else None
+        rows.append(row)
+    return rows
+
+
+def add_speedup(rows, baseline_method=BASELINE_METHOD):
+    """Fill speedup: output throughput over the baseline's on the same host, TP and concurrency; empty without one."""
+    baselines = {}
+    for row in rows:
+        if row['method'] == baseline_method and row['status'] == MEASURED and row['output_throughput']:
+            baselines.setdefault((row['host'], row['tp'], row['concurrency']), []).append(row)
+    for row in rows:
+        row['speedup'] = None
+        row['baseline_stage'] = None
+        if row['status'] != MEASURED or row['output_throughput'] is None:
+            continue
+        candidates = baselines.get((row['host'], row['tp'], row['concurrency'])) or []
+        if len(candidates) > 1:  # the same TP on other GPUs: only the baseline on the same GPUs counts
+            candidates = [c for c in candidates if c['gpus'] == row['gpus']]
+        if len(candidates) == 1:
+            row['speedup'] = row['output_throughput'] / candidates[0]['output_throughput']
+            row['baseline_stage'] = candidates[0]['stage']
+    return rows
+
+
+def _environment(host_data):
+    """The host's environment as its stages recorded it: GPUs, driver, CUDA, SGLang version(s), model, draft."""
+    gpus, drivers, cudas, versions, models, drafts = {}, [], [], [], [], []
+
+    def note(values, value):
+        if value and value not in values:
+            values.append(value)
+    for entry in host_data['stages']:
+        doc = entry['gpus'] or {}
+        for gpu in doc.get('nvidia_gpus') or []:
+            gpus.setdefault(gpu.get('uuid') or gpu.get('index'), gpu)
+        note(drivers, (doc.get('nvidia_driver') or {}).get('version'))
+        note(cudas, (doc.get('nvidia_driver') or {}).get('cuda_version'))
+        info = entry['server_info'] or {}
+        note(versions, info.get('version'))
+        note(models, info.get('model_path') or entry['stage'].get('model_path'))
+        note(drafts, info.get('speculative_draft_model_path') or entry['stage'].get('draft_path'))
+    kinds = {}
+    for gpu in sorted(gpus.values(), key=lambda g: (g.get('index') is None, g.get('index'))):
+        key = (gpu.get('name') or 'unknown GPU', gpu.get('memory_total_mib'))
+        kinds[key] = kinds.get(key, 0) + 1
+    workload = {}
+    for entry in host_data['stages']:
+        if entry['stage'].get('workload'):
+            workload = entry['stage']['workload']
+            break
+    return {
+        'gpus': [{'name': name, 'memory_total_mib': mib, 'count': count} for (name, mib), count in kinds.items()],
+        'driver': ', '.join(drivers) or None, 'cuda': ', '.join(cudas) or None,
+        'sglang_version': ', '.join(versions) or None, 'model': ', '.join(models) or None,
+        'draft': ', '.join(drafts) or None, 'workload': workload,
+    }
+
+
+def _sort_key(row, method_order):
+    params = (row['budget'] or 0, row['topk'] or 0, row['num_draft_tokens'] or 0)
+    return (row['host'], row['tp'] or 0, method_order.get(row['method'], len(method_order)), params, row['stage'],
+            row['concurrency'] or 0)
+
+
+def build_report(host_data, campaign, baseline_method=BASELINE_METHOD):
+    """The report's data from read_host() of each host: rows (speedup filled), environments, not-measured stages, best."""
+    rows = []
+    for data in host_data:
+        for entry in data['stages']:
+            rows.extend(stage_rows(data['host'], campaign, entry))
+    add_speedup(rows, baseline_method)
+    method_order = {baseline_method: 0}
+    for row in rows:
+        method_order.setdefault(row['method'], len(method_order))
+    rows.sort(key=lambda r: _sort_key(r, method_order))
+    not_measured = []
+    for data in host_data:
+        for entry in data['stages']:
+            status = (entry['status'] or {}).get('status') or 'not run'
+            if status != MEASURED:
+                not_measured.append({
+                    'host': data['host'], 'stage': entry['stage']['id'], 'tp': entry['stage'].get('tp'),
+                    'setting': setting_label(entry['stage'].get('method'), entry['stage'].get('params')),
+                    'status': status,
+                    'reason': (entry['status'] or {}).get('reason') or entry['stage'].get('reason')
+                    or ('no status.json: the stage never ran' if entry['status'] is None else None),
+                })
+    return {
+        'campaign': campaign,
+        'baseline_method': baseline_method,
+        'hosts': [{'host': data['host'], 'found': data['found'], 'stages': len(data['stages']),
+                   'environment': _environment(data)} for data in host_data],
+        'rows': rows,
+        'not_measured': not_measured,
+        'best': best_settings(rows, baseline_method),
+    }
+
+
+def best_settings(rows, baseline_method=BASELINE_METHOD):
+    """Per host, TP and concurrency, the measured row with the highest output throughput."""
+    best = {}
+    for row in rows:
+        if row['status'] != MEASURED or row['output_throughput'] is None:
+            continue
+        key = (row['host'], row['tp'], row['concurrency'])
+        if key not in best or row['output_throughput'] > best[key]['output_throughput']:
+            best[key] = row
+    return [{'host': row['host'], 'tp': row['tp'], 'concurrency': row['concurrency'], 'stage': row['stage'],
+             'setting': row['setting'], 'output_throughput': row['output_throughput'], 'speedup': row['speedup'],
+             'accept_length': row['accept_length'], 'is_baseline': row['method'] == baseline_method}
+            for _key, row in sorted(best.items(), key=lambda item: (item[0][0], item[0][1] or 0, item[0][2] or 0))]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Rendering
+
+def _csv_value(value):
+    if value is None:
+        return ''
+    if isinstance(value, bool):
+        return 'true' if value else 'false'
+    return value
+
+
+def render_csv(rows, keys=ROW_KEYS):
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator='\n')
+    writer.writerow(keys)
+    for row in rows:
+        writer.writerow([_csv_value(row.get(key)) for key in keys])
+    return out.getvalue()
+
+
+def render_json(report):
+    return json.dumps(report, indent=2, sort_keys=False, allow_nan=False) + '\n'
+
+
+def _fmt(value, digits=2, suffix=''):
+    return '–' if value is None else '%.*f%s' % (digits, value, suffix)
+
+
+def _groups(rows):
+    """{(host, tp): {'settings': [(stage, setting, method)], 'concurrency': [...], 'cells': {(stage, c): row}}} in row order."""
+    groups = {}
+    for row in rows:
+        group = groups.setdefault((row['host'], row['tp']), {'settings': [], 'concurrency': [], 'cells': {}})
+        setting = (row['stage'], row['setting'], row['method'])
+        if setting not in group['settings']:
+            group['settings'].append(setting)
+        if row['concurrency'] not in group['concurrency']:
+            group['concurrency'].append(row['concurrency'])
+        group['cells'][(row['stage'], row['concurrency'])] = row
+    for group in groups.values():
+        group['concurrency'].sort()
+    return groups
+
+
+def _best_stage(group, concurrency):
+    best = None
+    for (stage, _setting, _method) in group['settings']:
+        row = group['cells'].get((stage, concurrency))
+        if row and row['status'] == MEASURED and row['output_throughput'] is not None:
+            if best is None or row['output_throughput'] > best['output_throughput']:
+                best = row
+    return best
+
+
+def _md_escape(text):
+    return str(text).replace('|', '\\|').replace('\n', ' ')
+
+
+def _gpu_line(env):
+    if not env['gpus']:
+        return 'none recorded'
+    return ', '.join('%d× %s%s' % (gpu['count'], gpu['name'], ' (%s MiB)' % gpu['memory_total_mib'] if gpu['memory_total_mib'] else '')
+                     for gpu in env['gpus'])
+
+
+def render_markdown(report, plots=None):
+    """report.md: per host the environment, then per TP a table of settings against concurrency, then what did not run."""
+    plots = plots or {}
+    lines = ['# Campaign `%s`: speculative decoding benchmark' % report['campaign'], '']
+    lines += [
+        'Each cell: output throughput (tok/s) · speedup over %s at the same host, TP and concurrency · '
+        'acceptance length τ (tokens per verify step, as the server reports it). **Bold**: the best throughput '
+        'at that concurrency. – : not measured; a speedup is left empty when its %s baseline was not measured.'
+        % (METHOD_NAMES.get(report['baseline_method'], report['baseline_method']), report['baseline_method']), '']
+    groups = _groups(report['rows'])
+    if report['best']:
+        lines += ['## Best setting per host, TP and concurrency', '',
+                  '| host | TP | concurrency | best setting | tok/s | speedup | τ |', '| --- | ---: | ---: | --- | ---: | ---: | ---: |']
+        for best in report['best']:
+            lines.append('| %s | %s | %s | %s | %s | %s | %s |' % (
+                _md_escape(best['host']), best['tp'], best['concurrency'], _md_escape(best['setting']),
+                _fmt(best['output_throughput'], 1), _fmt(best['speedup'], 2, '×'), _fmt(best['accept_length'])))
+        lines.append('')
+    for host in report['hosts']:
+        env = host['environment']
+        lines += ['## Host `%s`' % host['host'], '']
+        if not host['found']:
+            lines += ['Nothing was collected for this campaign from this host.', '']
+            continue
+        workload = env['workload'] or {}
+        lines += [
+            '- GPUs: %s' % _gpu_line(env),
+            '- NVIDIA driver %s, CUDA %s, SGLang %s' % (env['driver'] or '–', env['cuda'] or '–', env['sglang_version'] or '–'),
+            '- Model `%s`%s' % (env['model'] or '–', ', draft `%s`' % env['draft'] if env['draft'] else ''),
+            '- Workload: %s input tokens, %s output tokens, %s prompts per concurrency' % (
+                workload.get('input_len', '–'), workload.get('output_len', '–'), workload.get('num_prompts', '–')),
+            '']
+        host_groups = [(key, group) for key, group in groups.items() if key[0] == host['host']]
+        measured = [key for key, group in host_groups if any(r['status'] == MEASURED for r in group['cells'].values())]
+        if not measured:
+            lines += ['No stage of this campaign was measured on this host (see below for why).', '']
+        for (_host, tp), group in host_groups:
+            if (_host, tp) not in measured:
+                continue
+            lines += _markdown_group(tp, group, report['baseline_method'])
+        for name in ('speedup', 'accept_length', 'throughput'):
+            if (host['host'], name) in plots:
+                lines += ['![%s](%s)' % (name.replace('_', ' '), plots[(host['host'], name)]), '']
+        missing = [item for item in report['not_measured'] if item['host'] == host['host']]
+        if missing:
+            lines += ['### Not measured', '', '| stage | setting | TP | status | reason |', '| --- | --- | ---: | --- | --- |']
+            for item in missing:
+                lines.append('| `%s` | %s | %s | %s | %s |' % (item['stage'], _md_escape(item['setting']), item['tp'],
+                                                             item['status'], _md_escape(item['reason'] or '–')))
+            lines.append('')
+        partial = [row for row in report['rows'] if row['host'] == host['host'] and row['status'] in ('missing', 'incomplete')]
+        if partial:
+            lines += ['Runs without a complete result: ' + '; '.join(
+                '`%s` c=%s %s (%s)' % (row['stage'], row['concurrency'], row['status'], row['reason']) for row in partial), '']
+    return '\n'.join(lines).rstrip('\n') + '\n'
+
+
+def _baseline_note(group, baseline_method):
+    """Why a TP table has no speedups at some concurrency: its baseline was not measured there."""
+    baseline = [row for row in group['cells'].values() if row['method'] == baseline_method]
+    missing = [c for c in group['concurrency']
+               if not any(row['concurrency'] == c and row['status'] == MEASURED for row in baseline)]
+    if not missing:
+        return []
+    why = '; '.join(sorted(set('`%s` %s%s' % (row['stage'], row['status'], ': %s' % row['reason'] if row['reason'] else '')
+                               for row in baseline if row['concurrency'] in missing))) or 'no %s stage at this TP' % baseline_method
+    return ['No %s baseline measured at c=%s (%s): speedup left empty there.' % (
+        baseline_method, ', '.join(str(c) for c in missing), why), '']
+
+
+def _markdown_group(tp, group, baseline_method):
+    concurrency = group['concurrency']
+    gpus = next((row['gpus'] for row in group['cells'].values() if row['gpus']), None)
+    lines = ['### TP%s%s' % (tp, ' (%d GPU(s))' % len(gpus.split(',')) if gpus else ''), '']
+    lines.append('| setting | ' + ' | '.join('c=%s' % c for c in concurrency) + ' |')
+    lines.append('| --- | ' + ' | '.join('---:' for _c in concurrency) + ' |')
+    best = {c: _best_stage(group, c) for c in concurrency}
+    for stage, setting, _method in group['settings']:
+        cells = []
+        for c in concurrency:
+            row = group['cells'].get((stage, c))
+            if row is None or row['status'] != MEASURED:
+                cells.append('– (%s)' % (row['status'] if row else 'not planned'))
+                continue
+            text = '%s · %s · τ %s' % (_fmt(row['output_throughput'], 1), _fmt(row['speedup'], 2, '×'), _fmt(row['accept_length']))
+            cells.append('**%s**' % text if best[c] is row else text)
+        lines.append('| %s | %s |' % (_md_escape(setting), ' | '.join(cells)))
+    lines.append('')
+    lines += _baseline_note(group, baseline_method)
+    lines.append('Latency (ms), median TTFT / median ITL / p99 ITL:')
+    lines.append('')
+    lines.append('| setting | ' + ' | '.join('c=%s' % c for c in concurrency) + ' |')
+    lines.append('| --- | ' + ' | '.join('---:' for _c in concurrency) + ' |')
+    for stage, setting, _method in group['settings']:
+        cells = []
+        for c in concurrency:
+            row = group['cells'].get((stage, c))
+            if row is None or row['status'] != MEASURED:
+                cells.append('–')
+            else:
+                cells.append('%s / %s / %s' % (_fmt(row['median_ttft_ms'], 1), _fmt(row['median_itl_ms'], 2), _fmt(row['p99_itl_ms'], 2)))
+        lines.append('| %s | %s |' % (_md_escape(setting), ' | '.join(cells)))
+    lines.append('')
+    return lines
+
+
+_TEX_SPECIAL = {'\\': r'\textbackslash{}', '&': r'\&', '%': r'\%', '$': r'\$', '#': r'\#', '_': r'\_',
+                '{': r'\{', '}': r'\}', '~': r'\textasciitilde{}', '^': r'\textasciicircum{}'}
+
+
+def tex_escape(text):
+    return ''.join(_TEX_SPECIAL.get(char, char) for char in str(text))
+
+
+def _tex_fmt(value, digits):
+    return '--' if value is None else '%.*f' % (digits, value)
+
+
+def render_latex(report):
+    """report.tex: one booktabs table per host and TP (throughput, speedup, tau per concurrency), ready to \\input.
+
+    Needs \\usepackage{booktabs} in the including document; nothing else.
+    """
+    out = ['%% specdec.bench report of campaign %s; needs \\usepackage{booktabs}' % tex_escape(report['campaign'])]
+    groups = _groups(report['rows'])
+    baseline = METHOD_NAMES.get(report['baseline_method'], report['baseline_method'])
+    for (host, tp), group in groups.items():
+        if not any(row['status'] == MEASURED for row in group['cells'].values()):
+            continue
+        concurrency = group['concurrency']
+        best = {c: _best_stage(group, c) for c in concurrency}
+        out += ['', r'\begin{table}[ht]', r'\centering', r'\small',
+                r'\begin{tabular}{l%s}' % ('rrr' * len(concurrency)), r'\toprule']
+        out.append('Setting & ' + ' & '.join(r'\multicolumn{3}{c}{$c=%s$}' % c for c in concurrency) + r' \\')
+        out.append(' '.join(r'\cmidrule(lr){%d-%d}' % (2 + 3 * i, 4 + 3 * i) for i in range(len(concurrency))))
+        out.append(' & ' + ' & '.join(r'tok/s & $\times$ & $\tau$' for _c in concurrency) + r' \\')
+        out.append(r'\midrule')
+        for stage, setting, _method in group['settings']:
+            cells = []
+            for c in concurrency:
+                row = group['cells'].get((stage, c))
+                if row is None or row['status'] != MEASURED:
+                    cells += ['--', '--', '--']
+                    continue
+                values = [_tex_fmt(row['output_throughput'], 1), _tex_fmt(row['speedup'], 2), _tex_fmt(row['accept_length'], 2)]
+                if best[c] is row:
+                    values = [r'\textbf{%s}' % value if value != '--' else value for value in values]
+                cells += values
+            out.append('%s & %s \\\\' % (tex_escape(setting), ' & '.join(cells)))
+        out += [r'\bottomrule', r'\end{tabular}',
+                r'\caption{%s, TP%s: output throughput, speedup over %s at the same TP and concurrency, '
+                r'acceptance length $\tau$; best throughput per concurrency in bold.}' % (
+                    tex_escape(host), tp, tex_escape(baseline)),
+                r'\label{tab:%s-%s-tp%s}' % (re.sub('[^A-Za-z0-9-]', '-', report['campaign']),
+                                              re.sub('[^A-Za-z0-9-]', '-', host), tp),
+                r'\end{table}']
+    return '\n'.join(out) + '\n'
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Comparing two campaigns
+
+def _delta(after, before):
+    return None if after is None or before is None else after - before
+
+
+def _delta_pct(after, before):
+    return None if after is None or not before else (after - before) / before * 100.0
+
+
+def compare_rows(after_rows, before_rows):
+    """One row per host, stage and concurrency of either campaign, before and after side by side with deltas."""
+    before = dict(((r['host'], r['stage'], r['concurrency']), r) for r in before_rows)
+    after = dict(((r['host'], r['stage'], r['concurrency']), r) for r in after_rows)
+    keys = [(r['host'], r['stage'], r['concurrency']) for r in after_rows]
+    keys += [(r['host'], r['stage'], r['concurrency']) for r in before_rows if (r['host'], r['stage'], r['concurrency']) not in after]
+    out = []
+    for key in keys:
+        old, new = before.get(key) or {}, after.get(key) or {}
+        either = new or old
+        row = {'host': key[0], 'stage': key[1], 'setting': either.get('setting'), 'tp': either.get('tp'), 'concurrency': key[2],
+               'status_before': old.get('status', 'absent'), 'status_after': new.get('status', 'absent')}
+        for metric, kind in (('output_throughput', 'pct'), ('speedup', 'abs'), ('accept_length', 'abs'),
+                             ('median_ttft_ms', 'pct'), ('median_itl_ms', 'pct')):
+            row[metric + '_before'], row[metric + '_after'] = old.get(metric), new.get(metric)
+            if kind == 'pct':
+                row[metric + '_delta_pct'] = _delta_pct(new.get(metric), old.get(metric))
+            else:
+                row[metric + '_delta'] = _delta(new.get(metric), old.get(metric))
+        out.append(row)
+    return out
+
+
+def _signed(value, digits, suffix=''):
+    return '–' if value is None else '%+.*f%s' % (digits, value, suffix)
+
+
+def render_comparison_markdown(after, before, rows):
+    lines = ['# Campaign `%s` against `%s`' % (after, before), '',
+             'Before → after per host, stage and concurrency; Δ is after minus before (throughput and latency in %). '
+             'Speedups are each against their own campaign\'s baseline.', '',
+             '| host | TP | setting | c | tok/s before → after | Δ tok/s | speedup before → after | Δ speedup | '
+             'τ before → after | Δ τ | median TTFT ms before → after | Δ TTFT |',
+             '| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |']
+    for row in rows:
+        lines.append('| %s | %s | %s | %s | %s → %s | %s | %s → %s | %s | %s → %s | %s | %s → %s | %s |' % (
+            _md_escape(row['host']), row['tp'], _md_escape(row['setting']), row['concurrency'],
+            _fmt(row['output_throughput_before'], 1), _fmt(row['output_throughput_after'], 1),
+            _signed(row['output_throughput_delta_pct'], 1, '%'),
+            _fmt(row['speedup_before']), _fmt(row['speedup_after']), _signed(row['speedup_delta'], 2),
+            _fmt(row['accept_length_before']), _fmt(row['accept_length_after']), _signed(row['accept_length_delta'], 2),
+            _fmt(row['median_ttft_ms_before'], 1), _fmt(row['median_ttft_ms_after'], 1),
+            _signed(row['median_ttft_ms_delta_pct'], 1, '%')))
+    changed = [row for row in rows if row['status_before'] != row['status_after']]
+    if changed:
+        lines += ['', 'Status changed: ' + '; '.join('`%s` %s c=%s: %s → %s' % (
+            row['host'], row['stage'], row['concurrency'], row['status_before'], row['status_after']) for row in changed)]
+    return '\n'.join(lines) + '\n'
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Plots
+
+def plot_series(rows, host, baseline_method=BASELINE_METHOD):
+    """What the plots of one host show, as plain data (so it is testable without matplotlib).
+
+    {'tps': [...], 'budget': {tp: {(topk, concurrency): [(budget, speedup, tau)]}}, 'reference': {tp: {(setting,
+    concurrency): (speedup, tau)}}, 'throughput': {tp: {setting: [(concurrency, tok/s)]}}}
+    """
+    measured = [r for r in rows if r['host'] == host and r['status'] == MEASURED and r['output_throughput'] is not None]
+    series = {'tps': sorted(set(r['tp'] for r in measured if r['tp'] is not None)), 'budget': {}, 'reference': {}, 'throughput': {}}
+    for row in measured:
+        tp = row['tp']
+        if row[BUDGET_PARAM] is not None:
+            series['budget'].setdefault(tp, {}).setdefault((row['topk'], row['concurrency']), []).append(
+                (row[BUDGET_PARAM], row['speedup'], row['accept_length']))
+        elif row['method'] != baseline_method:
+            series['reference'].setdefault(tp, {})[(row['setting'], row['concurrency'])] = (row['speedup'], row['accept_length'])
+        series['throughput'].setdefault(tp, {}).setdefault(row['setting'], []).append((row['concurrency'], row['output_throughput']))
+    for per_tp in series['budget'].values():
+        for points in per_tp.values():
+            points.sort(key=lambda point: point[0])
+    for per_tp in series['throughput'].values():
+        for points in per_tp.values():
+            points.sort()
+    return series
+
+
+MAX_THROUGHPUT_LINES = 8
+
+
+def _throughput_lines(per_setting, baseline_label):
+    """At most MAX_THROUGHPUT_LINES settings: the baseline, then the others by their mean throughput."""
+    def mean(points):
+        return sum(value for _c, value in points) / len(points)
+    ranked = sorted(per_setting, key=lambda setting: (setting != baseline_label, -mean(per_setting[setting])))
+    return ranked[:MAX_THROUGHPUT_LINES]
+
+
+def write_plots(report, output_dir, write):
+    """The PNG plots per host; {(host, 'speedup'|'accept_length'|'throughput'): file name}, or raises ImportError.
+
+    write(name, data) stores one file. Each figure has one panel per TP.
+    """
+    import matplotlib  # pylint: disable=import-outside-toplevel
+    matplotlib.use('Agg')
+    from matplotlib import pyplot  # pylint: disable=import-outside-toplevel
+
+    made = {}
+    baseline_label = METHOD_NAMES.get(report['baseline_method'], report['baseline_method'])
+    for host in report['hosts']:
+        name = host['host']
+        series = plot_series(report['rows'], name, report['baseline_method'])
+        safe = re.sub('[^A-Za-z0-9._-]', '_', name)
+        budget_tps = [tp for tp in series['tps'] if tp in series['budget']]
+        if budget_tps:
+            for metric, index, label in (('speedup', 1, 'speedup over %s' % baseline_label),
+                                         ('accept_length', 2, 'acceptance length τ')):
+                figure, axes = pyplot.subplots(1, len(budget_tps), figsize=(4.5 * len(budget_tps) + 1, 3.8), squeeze=False,
+                                               layout='constrained')
+                for axis, tp in zip(axes[0], budget_tps):
+                    budgets = sorted(set(point[0] for points in series['budget'][tp].values() for point in points))
+                    for (topk, concurrency), points in sorted(series['budget'][tp].items(), key=lambda item: (item[0][0] or 0, item[0][1])):
+                        xs = [point[0] for point in points if point[index] is not None]
+                        ys = [point[index] for point in points if point[index] is not None]
+                        if xs:
+                            axis.plot(xs, ys, marker='o', label='k=%s c=%s' % (topk, concurrency) if topk is not None else 'c=%s' % concurrency)
+                    if not axis.lines:
+                        axis.text(0.5, 0.5, 'no %s at TP%s\n(%s)' % (label, tp, 'no %s baseline measured' % baseline_label if metric == 'speedup' else 'none reported'),
+                                  transform=axis.transAxes, ha='center', va='center', fontsize=9, color='grey')
+                    for (setting, concurrency), values in sorted(series['reference'].get(tp, {}).items()):
+                        if values[index - 1] is not None:
+                            axis.axhline(values[index - 1], linestyle='--', linewidth=0.8, color='grey')
+                            axis.annotate('%s c=%s' % (setting, concurrency), (0.01, values[index - 1]), xycoords=('axes fraction', 'data'),
+                                          fontsize=6, color='grey', va='bottom')
+                    if metric == 'speedup':
+                        axis.axhline(1.0, linestyle=':', linewidth=0.8, color='black')
+                    axis.set_xscale('log', base=2)
+                    axis.set_xticks(budgets, [str(budget) for budget in budgets])
+                    axis.set_xlabel('DDTree budget B (tree nodes)')
+                    axis.set_ylabel(label)
+                    axis.set_title('%s TP%s' % (name, tp))
+                    axis.grid(True, alpha=0.3)
+                    if axis.get_legend_handles_labels()[0]:
+                        axis.legend(fontsize=6)
+                figure.suptitle('%s vs DDTree budget, campaign %s' % (label, report['campaign']), fontsize=9)
+                file_name = '%s_vs_budget-%s.png' % (metric, safe)
+                write(file_name, _png(figure, pyplot))
+                made[(name, metric)] = file_name
+        if series['tps']:
+            figure, axes = pyplot.subplots(1, len(series['tps']), figsize=(4.5 * len(series['tps']) + 1, 3.8), squeeze=False,
+                                           layout='constrained')
+            for axis, tp in zip(axes[0], series['tps']):
+                per_setting = series['throughput'].get(tp, {})
+                for setting in _throughput_lines(per_setting, baseline_label):
+                    points = per_setting[setting]
+                    axis.plot([p[0] for p in points], [p[1] for p in points], marker='o', label=setting,
+                              linestyle='--' if setting == baseline_label else '-')
+                concurrencies = sorted(set(p[0] for points in per_setting.values() for p in points))
+                axis.set_xscale('log', base=2)
+                axis.set_xticks(concurrencies, [str(c) for c in concurrencies])
+                axis.set_xlabel('concurrency (requests in flight)')
+                axis.set_ylabel('output throughput (tok/s)')
+                axis.set_title('%s TP%s' % (name, tp))
+                axis.grid(True, alpha=0.3)
+                axis.legend(fontsize=6)
+            figure.suptitle('Throughput vs concurrency per method, campaign %s' % report['campaign'], fontsize=9)
+            file_name = 'throughput_vs_concurrency-%s.png' % safe
+            write(file_name, _png(figure, pyplot))
+            made[(name, 'throughput')] = file_name
+    return made
+
+
+def _png(figure, pyplot):
+    buffer = io.BytesIO()
+    # no date in the file, so the same results make the same bytes (a rerun changes nothing)
+    figure.savefig(buffer, format='png', dpi=100, metadata={'Software': None})
+    pyplot.close(figure)
+    return buffer.getvalue()
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Writing
+
+def check_id(field, value):
+    if not isinstance(value, str) or not _ID_RE.match(value):
+        raise ReportError('%s is %r; allowed: a campaign id matching %s' % (field, value, ID_PATTERN))
+    return value
+
+
+def write_if_changed(path, data):
+    """Write bytes to path atomically (temp file + rename); False when it already held exactly that."""
+    try:
+        with open(path, 'rb') as handle:
+            if handle.read() == data:
+                return False
+    except FileNotFoundError:
+        pass
+    tmp = '%s.tmp-%d' % (path, os.getpid())
+    try:
+        with open(tmp, 'wb') as handle:
+            handle.write(data)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return True
+
+
+def generate(results_root, campaign, output_dir, layout, hosts=None, compare_to=None, baseline_method=BASELINE_METHOD,
+             plots=True):
+    """Read, build and write the report. Returns {'files': {name: path}, 'changed': [names], 'report': report,
+    'plots_skipped': reason or None, 'lines': summary lines}."""
+    check_id('campaign', campaign)
+    if compare_to is not None:
+        check_id('compare_to', compare_to)
+    for key in ('campaign', 'status', 'result', 'server_info', 'gpus'):
+        if not isinstance(layout.get(key), str) or not layout[key]:
+            raise ReportError('layout.%s is %r; allowed: a file name (roles/results_dir results_dir_layout)' % (key, layout.get(key)))
+    if '{concurrency}' not in layout['result']:
+        raise ReportError('layout.result is %r; allowed: a file name with {concurrency}' % layout['result'])
+    if not os.path.isdir(results_root):
+        raise ReportError('results_dir %s is not a folder; allowed: the folder collect fills (<host>/<campaign>/)' % results_root)
+    chosen = hosts
+    if hosts is None:
+        hosts = find_hosts(results_root, campaign)
+        if not hosts:
+            raise ReportError('results_dir %s holds no host with campaign %s; allowed: a campaign collected there' % (results_root, campaign))
+    report = build_report([read_host(results_root, host, campaign, layout) for host in hosts], campaign, baseline_method)
+    os.makedirs(output_dir, exist_ok=True)
+    files, changed = {}, []
+
+    def write(name, data):
+        path = os.path.join(output_dir, name)
+        files[name] = path
+        if write_if_changed(path, data if isinstance(data, bytes) else data.encode('utf-8')):
+            changed.append(name)
+
+    plot_files, plots_skipped = {}, None
+    if plots:
+        try:
+            plot_files = write_plots(report, output_dir, write)
+        except ImportError as exc:
+            plots_skipped = 'matplotlib is not importable on the controller (%s); pip install matplotlib for the plots' % exc
+    else:
+        plots_skipped = 'plots=false'
+    write('results.csv', render_csv(report['rows']))
+    write('results.json', render_json(report))
+    write('report.md', render_markdown(report, plot_files))
+    write('report.tex', render_latex(report))
+    if compare_to is not None:
+        before_hosts = chosen if chosen is not None else find_hosts(results_root, compare_to)
+        before = build_report([read_host(results_root, host, compare_to, layout) for host in before_hosts], compare_to, baseline_method)
+        rows = compare_rows(report['rows'], before['rows'])
+        write('compare-%s.csv' % compare_to, render_csv(rows, COMPARE_KEYS))
+        write('compare-%s.md' % compare_to, render_comparison_markdown(campaign, compare_to, rows))
+    measured = sum(1 for row in report['rows'] if row['status'] == MEASURED)
+    lines = ['campaign %s: %d host(s), %d row(s), %d measured, %d stage(s) not measured; report in %s' % (
+        campaign, len(hosts), len(report['rows']), measured, len(report['not_measured']), os.path.join(output_dir, 'report.md'))]
+    for best in report['best']:
+        lines.append('%s TP%s c=%s: best %s %.1f tok/s%s' % (
+            best['host'], best['tp'], best['concurrency'], best['setting'], best['output_throughput'],
+            ', %.2fx' % best['speedup'] if best['speedup'] is not None else ''))
+    return {'files': files, 'changed': changed, 'report': report, 'plots_skipped': plots_skipped, 'lines': lines}
