@@ -298,6 +298,11 @@ result_file:
   returned: unless in check mode
   type: str
   sample: /root/bench_results/ct200-main/tp1-dflash/result-c4.json
+elapsed_s:
+  description: Wall seconds of the whole module on the host, warm-up and cache flush included (RV(result.duration_s) is the measured run only).
+  returned: unless in check mode or the options are invalid
+  type: float
+  sample: 12.7
 cmd:
   description: The SGLang client's command line.
   returned: when O(harness=sglang)
@@ -314,6 +319,7 @@ skipped:
 import json
 import os
 import tempfile
+import time
 
 from ansible.module_utils.basic import AnsibleModule
 
@@ -540,6 +546,7 @@ def main():
     if module.check_mode:
         module.exit_json(changed=False, skipped=True, msg='check mode: no request sent, no file written')
 
+    started = time.monotonic()
     if not os.path.isdir(params['output_dir']):
         os.makedirs(params['output_dir'])
     result_path = os.path.join(params['output_dir'], result_file_name(params['concurrency']))
@@ -549,6 +556,7 @@ def main():
         row, error, extra['cmd'] = run_sglang(module, params, result_path, raw_path)
     else:
         row, error = run_builtin(module, params, result_path, raw_path)
+    extra['elapsed_s'] = round(time.monotonic() - started, 4)
     if error is None and not row['complete']:
         error = '%d of %d requests completed' % (row['completed'], row['num_prompts'])
         if row['errors']:
