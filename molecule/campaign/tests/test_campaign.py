@@ -1,0 +1,145 @@
+"""What playbooks/campaign.yml left on both simulated hosts: the matrix (converge, then a rerun with nothing to do) and
+the faulty servers (side_effect).
+
+Every test reads the containers through `podman exec` (much faster than molecule's Ansible backend) and runs once.
+"""
+import json
+
+import pytest
+import testinfra
+
+RESULTS = "/root/bench_results"
+HOLDER = "ddtree-qwen.service"
+CONCURRENCY = [1, 4]
+NUM_PROMPTS = 8
+CT200_STAGES = [f"tp{tp}-{method}" for tp in (1, 4, 8)
+                for method in ("autoregressive", "dflash-n16", "ddtree-b32-k4", "ddtree-b64-k4")]
+A100_RUN = [f"tp{tp}-{method}" for tp in (2, 4) for method in ("autoregressive", "dflash-n16")]
+A100_INFEASIBLE = ["tp1-autoregressive", "tp1-dflash-n16"]
+# results_dir_layout, as the results_dir role names the files
+KEPT = ["status.json", "server_info.json", "gpus.json", "unit.service", "journal.txt"]
+
+
+@pytest.fixture(name="ct200", scope="module")
+def ct200_host():
+    return testinfra.get_host("podman://campaign-ct200")
+
+
+@pytest.fixture(name="a100", scope="module")
+def a100_host():
+    return testinfra.get_host("podman://campaign-a100box")
+
+
+def read_json(host, path):
+    return json.loads(host.file(path).content_string)
+
+
+def status(host, campaign, stage):
+    return read_json(host, f"{RESULTS}/{campaign}/{stage}/status.json")
+
+
+def gpu_zero_pids(host):
+    out = host.check_output("nvidia-smi --query-compute-apps=gpu_uuid,pid --format=csv,noheader")
+    uuid0 = host.check_output("nvidia-smi --query-gpu=uuid --format=csv,noheader -i 0").strip()
+    return [int(line.split(",")[1]) for line in out.splitlines() if line.split(",")[0].strip() == uuid0]
+
+
+def test_every_ct200_stage_ran_ok_at_each_concurrency(ct200):
+    plan = read_json(ct200, f"{RESULTS}/matrix/campaign.json")
+    assert [stage["id"] for stage in plan["stages"]] == CT200_STAGES
+    for stage in CT200_STAGES:
+        st = status(ct200, "matrix", stage)
+        assert st["status"] == "ok", (stage, st)
+        assert [row["concurrency"] for row in st["headline"]] == CONCURRENCY
+        assert st["timings"]["ready_s"] >= 0 and st["timings"]["harness_s"] > 0
+        for concurrency in CONCURRENCY:
+            result = read_json(ct200, f"{RESULTS}/matrix/{stage}/result-c{concurrency}.json")
+            assert (result["complete"], result["completed"], result["failed"]) == (True, NUM_PROMPTS, 0), stage
+        for name in KEPT:
+            assert ct200.file(f"{RESULTS}/matrix/{stage}/{name}").size > 0, (stage, name)
+
+
+def test_ct200_stages_ran_on_their_gpus(ct200):
+    """The GPU snapshot taken while each server ran: TP1 holds GPU1 only, TP4 GPUs 1-4, TP8 all eight."""
+    expected = {"tp1": {1}, "tp4": {1, 2, 3, 4}, "tp8": set(range(8))}
+    for stage in CT200_STAGES:
+        unit = f"specdec-matrix-{stage}.service"
+        gpus = read_json(ct200, f"{RESULTS}/matrix/{stage}/gpus.json")["nvidia_gpus"]
+        held = {gpu["index"] for gpu in gpus if any(p.get("unit") == unit for p in gpu["processes"])}
+        assert held == expected[stage.split("-")[0]], stage
+
+
+def test_speculative_stages_accept_more_than_one_token_and_ddtree_more_with_a_larger_budget(ct200):
+    def tau(stage):
+        return [row["accept_length"] for row in status(ct200, "matrix", stage)["headline"]]
+
+    for tp in (1, 4, 8):
+        assert tau(f"tp{tp}-autoregressive") == [None, None]
+        assert all(value > 1 for value in tau(f"tp{tp}-dflash-n16"))
+        assert min(tau(f"tp{tp}-ddtree-b64-k4")) > max(tau(f"tp{tp}-ddtree-b32-k4"))
+
+
+def test_the_unit_kept_is_the_one_that_ran(ct200):
+    unit = ct200.file(f"{RESULTS}/matrix/tp4-ddtree-b64-k4/unit.service").content_string
+    assert "--tp-size 4" in unit and "--speculative-ddtree-budget 64" in unit
+    assert unit == ct200.file("/etc/systemd/system/specdec-matrix-tp4-ddtree-b64-k4.service").content_string
+
+
+def test_a100_tp1_is_infeasible_and_tp2_tp4_ran(a100):
+    for stage in A100_INFEASIBLE:
+        st = status(a100, "matrix", stage)
+        assert st["status"] == "infeasible" and "GiB" in st["reason"], st
+        assert not a100.file(f"/etc/systemd/system/specdec-matrix-{stage}.service").exists
+    for stage in A100_RUN:
+        st = status(a100, "matrix", stage)
+        assert st["status"] == "ok", (stage, st)
+        assert [row["concurrency"] for row in st["headline"]] == CONCURRENCY
+
+
+def test_both_hosts_left_as_they_were(ct200, a100):
+    """ddtree-qwen.service, stopped for TP8, is back on GPU0; no stage server runs; no lock, no record."""
+    assert ct200.service(HOLDER).is_running
+    assert int(ct200.check_output(f"systemctl show -p MainPID --value {HOLDER}")) in gpu_zero_pids(ct200)
+    for host in (ct200, a100):
+        assert host.check_output("systemctl list-units --plain --no-legend --state=active 'specdec-*'") == ""
+        assert not host.file("/var/lib/specdec/campaign.lock").exists
+        assert host.check_output("ls -A /var/lib/specdec/conflicts 2>/dev/null || true") == ""
+
+
+FAULTS = {
+    "tp8-fail-start": "Wait until the server answers /health_generate",
+    "tp8-crash": "Run the harness at each concurrency",
+    "tp8-never-ready": "Wait until the server answers /health_generate",
+}
+
+
+@pytest.mark.parametrize("stage", sorted(FAULTS))
+def test_a_faulty_server_ends_failed_with_its_evidence(ct200, stage):
+    st = status(ct200, "faults", stage)
+    assert st["status"] == "failed" and st["reason"], st
+    assert st["evidence"]["task"] == FAULTS[stage]
+    assert set(st["evidence"]["unit_state"]) >= {"ActiveState", "SubState", "Result"}
+    journal = ct200.file(f"{RESULTS}/faults/{stage}/journal.txt").content_string
+    assert f"specdec-faults-{stage}" in journal
+    assert ct200.file(f"{RESULTS}/faults/{stage}/unit.service").size > 0
+
+
+def test_a_server_that_fails_at_start_is_reported_dead_with_its_journal(ct200):
+    st = status(ct200, "faults", "tp8-fail-start")
+    assert st["evidence"]["unit_state"]["ActiveState"] in ("failed", "inactive")
+    assert st["evidence"]["journal"], "the readiness check returns the unit's last journal lines"
+
+
+def test_a_server_that_never_becomes_ready_times_out(ct200):
+    assert "8" in status(ct200, "faults", "tp8-never-ready")["reason"]
+
+
+def test_a_crash_mid_run_keeps_what_finished_marked_incomplete(ct200):
+    result = read_json(ct200, f"{RESULTS}/faults/tp8-crash/result-c1.json")
+    assert result["complete"] is False
+    assert 0 < result["completed"] < NUM_PROMPTS and result["failed"] >= 1
+
+
+def test_the_healthy_stage_after_the_faults_completed(ct200):
+    st = status(ct200, "faults", "tp8-autoregressive")
+    assert st["status"] == "ok" and st["headline"][0]["output_throughput"] > 0

@@ -1,0 +1,75 @@
+"""Helpers of the molecule tests that drive the simulated hosts from pytest: deadlines, playbooks, GPU readings.
+
+Molecule's verifier imports this by path (see molecule/campaign/tests); standard library and testinfra only.
+"""
+import os
+import pathlib
+import re
+import subprocess
+import time
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+PLAYBOOK = REPO / ".venv" / "bin" / "ansible-playbook"
+
+
+def wait_for(check, what, timeout=60.0, interval=0.2):
+    """Poll check() until it returns a truthy value (returned) or the deadline passes (AssertionError)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(interval)
+
+
+def ansible_env():
+    """The Makefile's Ansible environment, so a test runs the checkout's collection whoever started molecule."""
+    return dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0",
+                ANSIBLE_CONFIG=str(REPO / "ansible.cfg"),
+                ANSIBLE_HOME=str(REPO / ".cache" / "ansible-home"),
+                ANSIBLE_COLLECTIONS_PATH=str(REPO / ".cache" / "collections"))
+
+
+def playbook_cmd(path, *extra):
+    return [str(PLAYBOOK), "-i", os.environ["MOLECULE_INVENTORY_FILE"], str(path), *extra]
+
+
+def playbook(path, *extra, timeout=600):
+    """Run a playbook against molecule's inventory; returns (rc, output)."""
+    proc = subprocess.run(playbook_cmd(path, *extra), cwd=REPO, env=ansible_env(), capture_output=True, text=True,
+                          timeout=timeout, check=False)
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+def start_playbook(path, *extra, log):
+    """Start a playbook in its own process group (so a test can kill it and all its workers); output to log."""
+    return subprocess.Popen(playbook_cmd(path, *extra), cwd=REPO, env=ansible_env(), stdout=log,
+                            stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def recap(output, host):
+    """The PLAY RECAP counters of host, e.g. {'ok': 12, 'changed': 3, 'failed': 0, ...}."""
+    match = re.search(rf"^{re.escape(host)}\s*:\s*(.*)$", output, re.MULTILINE)
+    return {key: int(value) for key, value in re.findall(r"(\w+)=(\d+)", match.group(1))} if match else {}
+
+
+def gpu_uuid(host, index):
+    return host.check_output(f"nvidia-smi --query-gpu=uuid --format=csv,noheader -i {index}").strip()
+
+
+def gpu_pids(host, index):
+    """The pids the (simulated) nvidia-smi shows on GPU index."""
+    uuid = gpu_uuid(host, index)
+    out = host.check_output("nvidia-smi --query-compute-apps=gpu_uuid,pid --format=csv,noheader")
+    return [int(line.split(",")[1]) for line in out.splitlines() if line.split(",")[0].strip() == uuid]
+
+
+def main_pid(host, unit):
+    return int(host.check_output(f"systemctl show --property=MainPID --value {unit}"))
+
+
+def active_units(host, pattern):
+    out = host.check_output(f"systemctl list-units --plain --no-legend --state=active,activating '{pattern}'")
+    return [line.split()[0] for line in out.splitlines() if line.strip()]
