@@ -647,95 +647,140 @@ def plot_series(rows, host, baseline_method=BASELINE_METHOD):
 
 
 MAX_THROUGHPUT_LINES = 8
+# Fixed margins, not constrained layout: the layout pass redraws every figure and doubled the time of the plots.
+FIGURE_MARGINS = {'left': 0.07, 'right': 0.98, 'bottom': 0.15, 'top': 0.84, 'wspace': 0.28}
+PANEL_INCHES = (4.2, 3.6)
 
 
-def _throughput_lines(per_setting, baseline_label):
-    """At most MAX_THROUGHPUT_LINES settings: the baseline, then the others by their mean throughput."""
-    def mean(points):
+def _throughput_lines(per_setting, methods):
+    """The settings drawn: all when there are at most MAX_THROUGHPUT_LINES, else the best one of each method.
+
+    per_setting: {setting: [(concurrency, tok/s)]}; methods: {setting: method}. Best = highest mean throughput.
+    Returns [(setting, legend label)], the baseline first.
+    """
+    def mean(setting):
+        points = per_setting[setting]
         return sum(value for _c, value in points) / len(points)
-    ranked = sorted(per_setting, key=lambda setting: (setting != baseline_label, -mean(per_setting[setting])))
-    return ranked[:MAX_THROUGHPUT_LINES]
+    ranked = sorted(per_setting, key=lambda setting: -mean(setting))
+    if len(ranked) <= MAX_THROUGHPUT_LINES:
+        return [(setting, setting) for setting in ranked]
+    best, counts = {}, {}
+    for setting in ranked:
+        method = methods.get(setting)
+        counts[method] = counts.get(method, 0) + 1
+        best.setdefault(method, setting)
+    return [(setting, '%s (best of %d)' % (setting, counts[method]) if counts[method] > 1 else setting)
+            for method, setting in best.items()]
+
+
+def _best_topk(points_by_key, concurrency, index):
+    """Of the budget sweeps at one concurrency (one per top-k), the one whose best value is highest."""
+    candidates = [(key, points) for key, points in points_by_key.items() if key[1] == concurrency]
+    return max(candidates, key=lambda item: max([p[index] for p in item[1] if p[index] is not None] or [float('-inf')]))
+
+
+def _log2_axis(axis, values, label):
+    """Values evenly spaced as powers of two, labelled as they are (drawn on a linear axis: cheaper than a log one)."""
+    labels, last = [], None
+    for value in values:  # a label only where it does not run into the previous one (24 next to 32)
+        keep = last is None or math.log2(value) - last >= 0.5
+        labels.append(str(value) if keep else '')
+        last = math.log2(value) if keep else last
+    axis.set_xticks([math.log2(value) for value in values], labels)
+    axis.set_xlabel(label)
 
 
 def write_plots(report, output_dir, write):
     """The PNG plots per host; {(host, 'speedup'|'accept_length'|'throughput'): file name}, or raises ImportError.
 
-    write(name, data) stores one file. Each figure has one panel per TP.
+    write(name, data) stores one file. Each figure has one panel per TP. Against the budget, each concurrency is one
+    line (of the top-k with the highest peak when several were swept); other speculative methods are dashed lines
+    of the same colour. Against concurrency, each method's best setting is one line when there are many settings.
     """
-    import matplotlib  # pylint: disable=import-outside-toplevel
-    matplotlib.use('Agg')
-    from matplotlib import pyplot  # pylint: disable=import-outside-toplevel
+    from matplotlib.backends.backend_agg import FigureCanvasAgg  # pylint: disable=import-outside-toplevel
+    from matplotlib.figure import Figure  # pylint: disable=import-outside-toplevel
+    from matplotlib.ticker import MaxNLocator  # pylint: disable=import-outside-toplevel
 
     made = {}
     baseline_label = METHOD_NAMES.get(report['baseline_method'], report['baseline_method'])
+    methods = dict((row['setting'], row['method']) for row in report['rows'])
+
+    def new_figure(panels):
+        figure = Figure(figsize=(PANEL_INCHES[0] * panels + 0.6, PANEL_INCHES[1]))
+        FigureCanvasAgg(figure)
+        axes = [figure.add_subplot(1, panels, number + 1) for number in range(panels)]
+        for axis in axes:
+            axis.yaxis.set_major_locator(MaxNLocator(6))
+        figure.subplots_adjust(**dict(FIGURE_MARGINS, left=FIGURE_MARGINS['left'] / panels ** 0.5))
+        return figure, axes
+
     for host in report['hosts']:
         name = host['host']
         series = plot_series(report['rows'], name, report['baseline_method'])
         safe = re.sub('[^A-Za-z0-9._-]', '_', name)
         budget_tps = [tp for tp in series['tps'] if tp in series['budget']]
-        if budget_tps:
-            for metric, index, label in (('speedup', 1, 'speedup over %s' % baseline_label),
-                                         ('accept_length', 2, 'acceptance length τ')):
-                figure, axes = pyplot.subplots(1, len(budget_tps), figsize=(4.5 * len(budget_tps) + 1, 3.8), squeeze=False,
-                                               layout='constrained')
-                for axis, tp in zip(axes[0], budget_tps):
-                    budgets = sorted(set(point[0] for points in series['budget'][tp].values() for point in points))
-                    for (topk, concurrency), points in sorted(series['budget'][tp].items(), key=lambda item: (item[0][0] or 0, item[0][1])):
-                        xs = [point[0] for point in points if point[index] is not None]
-                        ys = [point[index] for point in points if point[index] is not None]
-                        if xs:
-                            axis.plot(xs, ys, marker='o', label='k=%s c=%s' % (topk, concurrency) if topk is not None else 'c=%s' % concurrency)
-                    if not axis.lines:
-                        axis.text(0.5, 0.5, 'no %s at TP%s\n(%s)' % (label, tp, 'no %s baseline measured' % baseline_label if metric == 'speedup' else 'none reported'),
-                                  transform=axis.transAxes, ha='center', va='center', fontsize=9, color='grey')
-                    for (setting, concurrency), values in sorted(series['reference'].get(tp, {}).items()):
-                        if values[index - 1] is not None:
-                            axis.axhline(values[index - 1], linestyle='--', linewidth=0.8, color='grey')
-                            axis.annotate('%s c=%s' % (setting, concurrency), (0.01, values[index - 1]), xycoords=('axes fraction', 'data'),
-                                          fontsize=6, color='grey', va='bottom')
-                    if metric == 'speedup':
-                        axis.axhline(1.0, linestyle=':', linewidth=0.8, color='black')
-                    axis.set_xscale('log', base=2)
-                    axis.set_xticks(budgets, [str(budget) for budget in budgets])
-                    axis.set_xlabel('DDTree budget B (tree nodes)')
-                    axis.set_ylabel(label)
-                    axis.set_title('%s TP%s' % (name, tp))
-                    axis.grid(True, alpha=0.3)
-                    if axis.get_legend_handles_labels()[0]:
-                        axis.legend(fontsize=6)
-                figure.suptitle('%s vs DDTree budget, campaign %s' % (label, report['campaign']), fontsize=9)
-                file_name = '%s_vs_budget-%s.png' % (metric, safe)
-                write(file_name, _png(figure, pyplot))
-                made[(name, metric)] = file_name
-        if series['tps']:
-            figure, axes = pyplot.subplots(1, len(series['tps']), figsize=(4.5 * len(series['tps']) + 1, 3.8), squeeze=False,
-                                           layout='constrained')
-            for axis, tp in zip(axes[0], series['tps']):
-                per_setting = series['throughput'].get(tp, {})
-                for setting in _throughput_lines(per_setting, baseline_label):
-                    points = per_setting[setting]
-                    axis.plot([p[0] for p in points], [p[1] for p in points], marker='o', label=setting,
-                              linestyle='--' if setting == baseline_label else '-')
-                concurrencies = sorted(set(p[0] for points in per_setting.values() for p in points))
-                axis.set_xscale('log', base=2)
-                axis.set_xticks(concurrencies, [str(c) for c in concurrencies])
-                axis.set_xlabel('concurrency (requests in flight)')
-                axis.set_ylabel('output throughput (tok/s)')
-                axis.set_title('%s TP%s' % (name, tp))
+        for metric, index, label in (('speedup', 1, 'speedup over %s' % baseline_label), ('accept_length', 2, 'acceptance length τ')):
+            if not budget_tps:
+                break
+            figure, axes = new_figure(len(budget_tps))
+            for axis, tp in zip(axes, budget_tps):
+                per_key = series['budget'][tp]
+                budgets = sorted(set(point[0] for points in per_key.values() for point in points))
+                concurrencies = sorted(set(key[1] for key in per_key))
+                topks = sorted(set(key[0] for key in per_key), key=lambda k: k or 0)
+                reference_labelled = False
+                for number, concurrency in enumerate(concurrencies):
+                    color = 'C%d' % (number % 10)
+                    (topk, _c), points = _best_topk(per_key, concurrency, index)
+                    drawn = [point for point in points if point[index] is not None]
+                    if drawn:
+                        axis.plot([math.log2(p[0]) for p in drawn], [p[index] for p in drawn], marker='o', color=color,
+                                  label='c=%s%s' % (concurrency, ' k=%s' % topk if len(topks) > 1 else ''))
+                    for (setting, ref_concurrency), values in sorted(series['reference'].get(tp, {}).items()):
+                        if ref_concurrency == concurrency and values[index - 1] is not None:
+                            axis.axhline(values[index - 1], linestyle='--', linewidth=0.9, color=color,
+                                         label=None if reference_labelled else '%s (dashed)' % setting)
+                            reference_labelled = True
+                if metric == 'speedup':
+                    axis.axhline(1.0, linestyle=':', linewidth=0.8, color='black')
+                if not any(line.get_marker() == 'o' for line in axis.lines):
+                    axis.text(0.5, 0.5, 'no %s at TP%s\n(%s)' % (label, tp, 'no %s baseline measured' % baseline_label
+                                                                if metric == 'speedup' else 'none reported'),
+                              transform=axis.transAxes, ha='center', va='center', fontsize=9, color='grey')
+                _log2_axis(axis, budgets, 'DDTree budget B (tree nodes)%s' % (' k=%s' % topks[0] if len(topks) == 1 and topks[0] else ''))
+                axis.set_ylabel(label)
+                axis.set_title('%s TP%s' % (name, tp), fontsize=10, y=1.0)  # a fixed y skips matplotlib's title placement pass
                 axis.grid(True, alpha=0.3)
-                axis.legend(fontsize=6)
-            figure.suptitle('Throughput vs concurrency per method, campaign %s' % report['campaign'], fontsize=9)
+                if axis.get_legend_handles_labels()[0]:
+                    axis.legend(fontsize=7, loc='lower right' if metric == 'accept_length' else 'lower center')
+            figure.suptitle('%s vs DDTree budget (campaign %s)' % (label[0].upper() + label[1:], report['campaign']), fontsize=10)
+            file_name = '%s_vs_budget-%s.png' % (metric, safe)
+            write(file_name, _png(figure))
+            made[(name, metric)] = file_name
+        if series['tps']:
+            figure, axes = new_figure(len(series['tps']))
+            for axis, tp in zip(axes, series['tps']):
+                per_setting = series['throughput'].get(tp, {})
+                for setting, legend in _throughput_lines(per_setting, methods):
+                    points = per_setting[setting]
+                    axis.plot([math.log2(p[0]) for p in points], [p[1] for p in points], marker='o', label=legend,
+                              linestyle='--' if setting == baseline_label else '-')
+                _log2_axis(axis, sorted(set(p[0] for points in per_setting.values() for p in points)), 'concurrency (requests in flight)')
+                axis.set_ylabel('output throughput (tok/s)')
+                axis.set_title('%s TP%s' % (name, tp), fontsize=10, y=1.0)  # a fixed y skips matplotlib's title placement pass
+                axis.grid(True, alpha=0.3)
+                axis.legend(fontsize=7, loc='upper left')
+            figure.suptitle('Output throughput vs concurrency per method (campaign %s)' % report['campaign'], fontsize=10)
             file_name = 'throughput_vs_concurrency-%s.png' % safe
-            write(file_name, _png(figure, pyplot))
+            write(file_name, _png(figure))
             made[(name, 'throughput')] = file_name
     return made
 
 
-def _png(figure, pyplot):
+def _png(figure):
     buffer = io.BytesIO()
-    # no date in the file, so the same results make the same bytes (a rerun changes nothing)
+    # no software tag or date in the file, so the same results make the same bytes (a rerun changes nothing)
     figure.savefig(buffer, format='png', dpi=100, metadata={'Software': None})
-    pyplot.close(figure)
     return buffer.getvalue()
 
 

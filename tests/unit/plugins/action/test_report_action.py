@@ -1,0 +1,100 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The report and results_unpack actions: argument checks, the layout read from the results_dir role, results."""
+import sys
+from pathlib import Path
+from unittest import mock
+
+import pytest
+from ansible.errors import AnsibleActionFail
+from ansible.playbook.task import Task
+
+from ansible_collections.specdec.bench.plugins.action import report as report_action
+from ansible_collections.specdec.bench.plugins.action import results_unpack as unpack_action
+from ansible_collections.specdec.bench.plugins.modules import results_archive
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / 'plugin_utils'))
+import synthetic_results as synth  # noqa: E402  pylint: disable=wrong-import-position
+
+
+def run(module, args, check_mode=False, host='ct200'):
+    task = Task()
+    task.args = args
+    task.check_mode = check_mode
+    action = module.ActionModule(task, mock.MagicMock(), mock.MagicMock(), loader=None, templar=None, shared_loader_obj=None)
+    return action.run(task_vars={'inventory_hostname': host})
+
+
+def test_the_default_layout_is_the_results_dir_roles():
+    assert report_action.default_layout() == synth.LAYOUT
+
+
+def test_report_action_writes_and_a_rerun_changes_nothing(tmp_path):
+    synth.make_campaign(tmp_path / 'results', 'ct200', 'c', synth.ct200_matrix(tps=(1,), budgets=(16, 64)))
+    args = {'campaign': 'c', 'results_dir': str(tmp_path / 'results'), 'output_dir': str(tmp_path / 'reports' / 'c'), 'plots': 'no'}
+    first = run(report_action, args)
+    assert first['changed'] is True and first['hosts'] == ['ct200'] and first['rows'] == 8 and first['measured'] == 8
+    assert first['report_md'] == str(tmp_path / 'reports' / 'c' / 'report.md')
+    assert sorted(first['written']) == ['report.md', 'report.tex', 'results.csv', 'results.json']
+    assert first['plots_skipped'] == 'plots=false'
+    assert first['summary_lines'][1].startswith('ct200 TP1 c=1: best DDTree B=64 k=4')
+    again = run(report_action, args)
+    assert again['changed'] is False and again['written'] == []
+
+
+@pytest.mark.parametrize(('args', 'message'), [
+    ({'results_dir': 'r', 'output_dir': 'o'}, 'campaign is required'),
+    ({'campaign': 'c', 'results_dir': 'r', 'output_dir': 'o', 'hosts': 'ct200'}, "hosts is 'ct200'; allowed: a list"),
+    ({'campaign': 'c', 'results_dir': 'r', 'output_dir': 'o', 'plots': 'maybe'}, "plots is 'maybe'; allowed: true or false"),
+    ({'campaign': 'C!', 'results_dir': 'r', 'output_dir': 'o'}, "campaign is 'C!'; allowed"),
+])
+def test_report_action_refuses_bad_arguments(tmp_path, args, message):
+    args = dict(args, results_dir=str(tmp_path), output_dir=str(tmp_path / 'out'))
+    with pytest.raises(AnsibleActionFail, match=None) as error:
+        run(report_action, args)
+    assert message in str(error.value)
+    assert not (tmp_path / 'out').exists()
+
+
+def make_archive(tmp_path):
+    campaign_dir = tmp_path / 'host' / 'c'
+    (campaign_dir / 'tp1-autoregressive').mkdir(parents=True)
+    (campaign_dir / 'tp1-autoregressive' / 'status.json').write_text('{"status": "ok"}\n')
+    files, _skipped = results_archive.campaign_files(str(campaign_dir))
+    archive = str(tmp_path / 'incoming.tar.gz')
+    return archive, results_archive.pack(str(campaign_dir), files, archive)
+
+
+def test_unpack_action_merges_under_the_host_and_removes_the_archive(tmp_path):
+    archive, manifest = make_archive(tmp_path)
+    result = run(unpack_action, {'archive': archive, 'manifest': manifest, 'dest': str(tmp_path / 'results'), 'campaign': 'c'})
+    assert result['changed'] is True and result['added'] == ['tp1-autoregressive/status.json'] and result['files'] == 1
+    assert (tmp_path / 'results' / 'ct200' / 'c' / 'tp1-autoregressive' / 'status.json').read_text() == '{"status": "ok"}\n'
+    assert not Path(archive).exists()
+
+
+def test_unpack_action_in_check_mode_needs_no_archive_and_writes_nothing(tmp_path):
+    _archive, manifest = make_archive(tmp_path)
+    result = run(unpack_action, {'manifest': manifest, 'dest': str(tmp_path / 'results'), 'campaign': 'c'}, check_mode=True)
+    assert result['added'] == ['tp1-autoregressive/status.json'] and result['changed'] is True
+    assert not (tmp_path / 'results').exists()
+
+
+def test_unpack_action_failure_names_the_file_and_writes_nothing(tmp_path):
+    archive, manifest = make_archive(tmp_path)
+    manifest[0]['sha256'] = '0' * 64
+    with pytest.raises(AnsibleActionFail, match='tp1-autoregressive/status.json does not match the host.*nothing was written'):
+        run(unpack_action, {'archive': archive, 'manifest': manifest, 'dest': str(tmp_path / 'results'), 'campaign': 'c'})
+    assert not (tmp_path / 'results' / 'ct200' / 'c').exists()
+    assert not Path(archive).exists()  # removed also after a failure
+
+
+@pytest.mark.parametrize(('args', 'host', 'message'), [
+    ({'campaign': '../x'}, 'ct200', "campaign is '../x'"),
+    ({'campaign': 'c'}, '../etc', "host is '../etc'"),
+    ({'campaign': 'c', 'dest': ''}, 'ct200', 'dest is required'),
+])
+def test_unpack_action_refuses_bad_arguments(tmp_path, args, host, message):
+    args = dict({'archive': 'a', 'manifest': [], 'dest': str(tmp_path)}, **args)
+    with pytest.raises(AnsibleActionFail, match=None) as error:
+        run(unpack_action, args, host=host)
+    assert message in str(error.value)
