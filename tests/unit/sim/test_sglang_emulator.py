@@ -8,6 +8,7 @@ layout, and driven over HTTP the way SGLang's own benchmark client drives it.
 import http.client
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -510,6 +511,79 @@ def test_generate_stream_is_cumulative_multi_token_and_ends_with_done(dflash):
     assert final["finish_reason"]["type"] == "length"
     assert final["spec_verify_ct"] == len(chunks) - 1  # the first chunk comes from the prefill
     assert final["spec_accept_length"] > 1
+
+
+def raw_stream(emu, path, body):
+    """The `data:` payloads of an SSE response, as the bytes the server wrote."""
+    conn = http.client.HTTPConnection("127.0.0.1", emu.port, timeout=DEADLINE_S)
+    try:
+        conn.request("POST", path, json.dumps(body), {"Content-Type": "application/json"})
+        resp = conn.getresponse()
+        assert resp.status == 200
+        return [line.strip()[len(b"data: "):] for line in resp if line.strip()]
+    finally:
+        conn.close()
+
+
+STAMP = re.compile(rb', "sim_sent_at": ([0-9.]+)}}$')
+
+
+def test_stream_chunks_carry_their_send_time_on_the_hosts_monotonic_clock(dflash):
+    body = {"input_ids": list(range(200, 232)), "stream": True, "sampling_params": {"max_new_tokens": 64}}
+    before = time.perf_counter()
+    payloads = raw_stream(dflash, "/generate", body)
+    after = time.perf_counter()
+    assert payloads[-1] == b"[DONE]"
+    stamps = []
+    for payload in payloads[:-1]:
+        match = STAMP.search(payload)
+        assert match, payload[-80:]
+        stamps.append(float(match.group(1)))
+        chunk = json.loads(payload)
+        assert chunk["meta_info"]["sim_sent_at"] == stamps[-1]
+        # only the stamp is added: the rest is byte for byte what json.dumps makes of the output
+        del chunk["meta_info"]["sim_sent_at"]
+        assert STAMP.sub(b"}}", payload) == json.dumps(chunk).encode()
+    # this process's time.perf_counter() is the same clock (CLOCK_MONOTONIC): every send falls inside the request
+    assert before < stamps[0] and stamps == sorted(stamps) and stamps[-1] < after
+    # the last chunk is the whole output, as the same request unstreamed gives it (which carries no stamp)
+    status, raw = dflash.post("/generate", dict(body, stream=False))
+    whole, last = json.loads(raw), json.loads(payloads[-2])
+    assert status == 200 and "sim_sent_at" not in whole["meta_info"]
+    for meta in (whole["meta_info"], last["meta_info"]):
+        for key in ("id", "e2e_latency", "sim_sent_at"):
+            meta.pop(key, None)
+    assert last == whole
+
+
+def test_zero_delay_streams_every_token_one_step_per_chunk(emulator):
+    # with no modelled delay the scheduler runs far ahead of the writer: each chunk must still be its own step
+    emu = emulator(env={"SIM_SGLANG_TIME_SCALE": "0"})
+    emu.wait_ready()
+    body = {"input_ids": list(range(300, 316)), "stream": True, "sampling_params": {"max_new_tokens": 300}}
+    chunks = [json.loads(p) for p in raw_stream(emu, "/generate", body)[:-1]]
+    assert [c["meta_info"]["completion_tokens"] for c in chunks] == list(range(1, 301))
+    assert all(len(c["output_ids"]) == len(c["text"].split()) == c["meta_info"]["completion_tokens"] for c in chunks)
+    assert all(after["output_ids"][:-1] == before["output_ids"] for before, after in zip(chunks, chunks[1:]))
+    whole = json.loads(emu.post("/generate", dict(body, stream=False))[1])
+    assert chunks[-1]["output_ids"] == whole["output_ids"] and chunks[-1]["text"] == whole["text"]
+    completion = [json.loads(p) for p in raw_stream(emu, "/v1/completions", {"prompt": "zero delay", "max_tokens": 200,
+                                                                              "stream": True})[:-1]]
+    assert [len(c["choices"][0]["text"].split()) for c in completion] == [1] * 200
+
+
+def test_step_seconds_fixes_the_time_of_every_step(emulator):
+    emu = emulator(env={"SIM_SGLANG_TIME_SCALE": "0", "SIM_SGLANG_STEP_SECONDS": "0.01"})
+    emu.wait_ready()
+    # The scheduler's clock catches up on steps that ran late unless it is 50 ms behind: past that, the health
+    # checks' last step cannot lend this request time (a certainty, not a wait for something to happen).
+    time.sleep(0.06)
+    before = time.perf_counter()
+    payloads = raw_stream(emu, "/generate", {"input_ids": [1, 2, 3], "stream": True,
+                                             "sampling_params": {"max_new_tokens": 20}})
+    stamps = [float(STAMP.search(p).group(1)) for p in payloads[:-1]]
+    # the prefill step and 19 decode steps, none shorter than 10 ms (a sleep never ends early)
+    assert len(stamps) == 20 and stamps[-1] - before >= 20 * 0.01
 
 
 def test_accept_length_in_server_info_is_reset_by_flush_cache(dflash):

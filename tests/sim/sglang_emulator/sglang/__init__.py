@@ -11,7 +11,12 @@ What SGLang has no flag for comes from the environment:
     SIM_SGLANG_FAULT          ""     fail_start | crash | never_ready
     SIM_SGLANG_CRASH_AFTER    3      crash: generate requests served before the one that dies mid-stream
                                      (a streamed one dies only once its client was sent the tokens so far)
-    SIM_SGLANG_TIME_SCALE     1      multiplies every modelled delay; 0 = no sleeping
+    SIM_SGLANG_TIME_SCALE     1      multiplies every modelled delay; 0 = zero delay: no sleeping, the
+                                     scheduler runs ahead and each step's chunk goes out as fast as the
+                                     server can write it (still one chunk per step, carrying that step's tokens)
+    SIM_SGLANG_STEP_SECONDS   -      every scheduler step takes exactly this long, whatever the model and the
+                                     time scale say: with c requests decoding, c chunks per step, so a fixed
+                                     offered chunk rate of c / this (tests/perf/bench_harness.py sweeps it)
     SIM_SGLANG_MODEL_BYTES    -      weights size; else <model>/model.safetensors.index.json, else the name ("27B")
     SIM_SGLANG_DRAFT_BYTES    -      draft weights; else the draft's index, else 8% of the target
     SIM_SGLANG_CHECK_MEMORY   1      0: skip asking nvidia-smi what is free before "loading"
@@ -21,6 +26,11 @@ What SGLang has no flag for comes from the environment:
     SIM_GPU_MEMORY_MIB                   MiB claimed per GPU (default mem_fraction_static x total)
     SGLANG_DDTREE_MAX_TOPK    4      DDTree top-k, as the DDTree build reads it
     SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN   as in SGLang (checked against <model>/config.json)
+
+Every chunk of a streamed native /generate carries meta_info.sim_sent_at, a sim-only key: the server's
+time.perf_counter() (CLOCK_MONOTONIC on Linux, one clock for every process on the host) just before the
+chunk was written, so a client on the same host can measure its own delivery delay. SGLang clients ignore
+meta_info keys they do not know.
 
 Where it differs from SGLang on purpose:
 - the port is bound at once and answers 503 while loading (SGLang binds after loading);

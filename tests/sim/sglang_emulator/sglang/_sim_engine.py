@@ -64,6 +64,10 @@ class GenRequest:
         self.dp_rank = 0
         self._delivered = 0  # tokens the HTTP side has written to the client (streaming)
         self._delivery = threading.Condition()
+        # The JSON of the text and ids streamed so far, grown a step at a time (streaming re-sends them whole).
+        self._shown = 0
+        self._shown_text = ""
+        self._shown_ids = ""
 
     @property
     def completion_tokens(self) -> int:
@@ -76,6 +80,21 @@ class GenRequest:
             self.finished = True
             self.finished_at = time.perf_counter()
         self.sink.put((self.index, len(self.output_ids), self.verify_ct, self.finished))
+
+    def text_and_ids_json(self, count: int):
+        """(the text, the ids between the brackets of their JSON list) of the first ``count`` output tokens, as
+        json.dumps writes them. Made incrementally: a stream asks for growing counts, so each step costs its
+        own tokens only, not the whole output again."""
+        if count < self._shown:
+            ids = self.output_ids[:count]
+            return detokenize(ids), ", ".join(map(str, ids))
+        new = self.output_ids[self._shown:count]
+        if new:
+            self._shown_text += detokenize(new)
+            more = ", ".join(map(str, new))
+            self._shown_ids = self._shown_ids + ", " + more if self._shown_ids else more
+            self._shown = count
+        return self._shown_text, self._shown_ids
 
     def mark_delivered(self, count: int) -> None:
         """The HTTP side has written the first ``count`` output tokens to the client."""
@@ -95,7 +114,9 @@ class GenRequest:
                 self._delivery.wait(min(remaining, 0.1))
         return True
 
-    def meta_info(self, final: bool, spec: bool, weight_version: str = "default") -> dict:
+    def meta_info(self, final: bool, spec: bool, weight_version: str = "default",
+                  completion_tokens: Optional[int] = None) -> dict:
+        """SGLang's meta_info, after `completion_tokens` output tokens (default: all generated so far)."""
         meta = {
             "id": self.rid,
             "finish_reason": {"type": "length", "length": self.max_new_tokens} if final else None,
@@ -103,7 +124,7 @@ class GenRequest:
             "weight_version": weight_version,
             "num_retractions": 0,
             "reasoning_tokens": 0,
-            "completion_tokens": self.completion_tokens,
+            "completion_tokens": self.completion_tokens if completion_tokens is None else completion_tokens,
             "cached_tokens": 0,
         }
         if final:
@@ -145,11 +166,14 @@ class Engine:
                  chunked_prefill_size: int = 8192, decode_log_interval: int = 40,
                  max_total_num_tokens: int = 1 << 20, dp_rank: int = 0,
                  on_crash: Optional[Callable[[], None]] = None,
-                 on_busy: Optional[Callable[[int, bool], None]] = None):
+                 on_busy: Optional[Callable[[int, bool], None]] = None,
+                 step_seconds: Optional[float] = None):
         self.hw = hw
         self.wl = wl
         self.log = log
         self.time_scale = max(0.0, time_scale)
+        # When set, every step takes this long whatever the model says (a fixed offered chunk rate).
+        self.step_seconds = None if step_seconds is None else max(0.0, step_seconds)
         self.max_running_requests = max(1, max_running_requests)
         self.chunked_prefill_size = max(1, chunked_prefill_size)
         self.decode_log_interval = max(1, decode_log_interval)
@@ -211,13 +235,14 @@ class Engine:
     # ------------------------------------------------------------------ the scheduler loop
 
     def _spend(self, ms: float) -> None:
-        """Let ``ms`` of modelled GPU time pass (scaled), without drifting over many steps."""
-        if self.time_scale <= 0:
+        """Let ``ms`` of modelled GPU time pass (scaled, or the fixed step time), without drifting over many steps."""
+        seconds = ms / 1000.0 * self.time_scale if self.step_seconds is None else self.step_seconds
+        if seconds <= 0:
             return
         now = time.perf_counter()
         if self._clock is None or self._clock < now - 0.05:
             self._clock = now
-        self._clock += ms / 1000.0 * self.time_scale
+        self._clock += seconds
         delay = self._clock - time.perf_counter()
         if delay > 0:
             time.sleep(delay)

@@ -221,6 +221,7 @@ class SimServer:
         self.fault = os.environ.get("SIM_SGLANG_FAULT", "").strip().lower()
         self.crash_after = int(_env_float("SIM_SGLANG_CRASH_AFTER", 3) or 0)
         self.time_scale = _env_float("SIM_SGLANG_TIME_SCALE", 1.0) or 0.0
+        self.step_seconds = _env_float("SIM_SGLANG_STEP_SECONDS", None)
         self.stop = threading.Event()
         self.claimed = False
         self.claim_mib = 0
@@ -366,7 +367,7 @@ class SimServer:
                             chunked_prefill_size=args["chunked_prefill_size"],
                             decode_log_interval=args["decode_log_interval"],
                             max_total_num_tokens=self.max_total_num_tokens, dp_rank=rank,
-                            on_crash=self.crash, on_busy=self.set_busy)
+                            on_crash=self.crash, on_busy=self.set_busy, step_seconds=self.step_seconds)
             engine.start()
             self.engines.append(engine)
 
@@ -626,6 +627,9 @@ class BadRequest(Exception):
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "uvicorn"
+    # TCP_NODELAY, as uvicorn's (asyncio's) sockets have: without it Nagle's algorithm holds a streamed chunk
+    # back until the client's delayed ACK (up to 40 ms on Linux), and chunks arrive in bunches.
+    disable_nagle_algorithm = True
     sim: SimServer = None  # set by serve()
 
     # -- plumbing --------------------------------------------------------------------------
@@ -855,16 +859,18 @@ class Handler(BaseHTTPRequestHandler):
         return reqs, sink
 
     def _updates(self, reqs, sink):
-        """Yield (request, finished) as the engine makes progress, until all are finished.
+        """Yield (request, token count, finished) as the engine makes progress, until all are finished.
 
-        The caller has written out each update by the time it asks for the next one; the request
-        is then marked delivered up to that update's token count."""
+        The count is the request's output length after that engine step: a chunk made from it carries
+        exactly that step's tokens, however far the engine has got since (with no modelled delay it
+        runs ahead of the writer). The caller has written out each update by the time it asks for the
+        next one; the request is then marked delivered up to that count."""
         pending = {r.index for r in reqs}
         while pending:
             index, count, _verify, finished = sink.get()
             if finished:
                 pending.discard(index)
-            yield reqs[index], finished
+            yield reqs[index], count, finished
             reqs[index].mark_delivered(count)
 
     def _abort(self, reqs) -> None:
@@ -873,12 +879,29 @@ class Handler(BaseHTTPRequestHandler):
                 if engine.dp_rank == req.dp_rank:
                     engine.abort(req)
 
-    def _native_output(self, req: GenRequest, final: bool, batch: bool) -> dict:
-        out = {"text": detokenize(req.output_ids), "output_ids": list(req.output_ids),
-               "meta_info": req.meta_info(final, self.sim.spec, self.sim.weight_version)}
+    def _native_output(self, req: GenRequest, final: bool, batch: bool, count: Optional[int] = None) -> dict:
+        """SGLang's native output: cumulative text and ids (up to `count` tokens when given), then meta_info."""
+        ids = req.output_ids[:count] if count is not None else list(req.output_ids)
+        out = {"text": detokenize(ids), "output_ids": ids}
         if batch:
             out["index"] = req.index
+        out["meta_info"] = req.meta_info(final, self.sim.spec, self.sim.weight_version, len(ids))
         return out
+
+    def _native_chunk(self, req: GenRequest, final: bool, batch: bool, count: int) -> bytes:
+        """json.dumps(self._native_output(req, final, batch, count)) made from the request's incremental JSON of
+        its text and ids: a stream re-sends both whole every step, which would make the cost of a chunk grow
+        with the output. The text is words of WORDS, so its JSON is the text in quotes."""
+        text, ids = req.text_and_ids_json(count)
+        meta = json.dumps(req.meta_info(final, self.sim.spec, self.sim.weight_version, count))
+        index = ', "index": %d' % req.index if batch else ""
+        return ('{"text": "%s", "output_ids": [%s]%s, "meta_info": %s}' % (text, ids, index, meta)).encode("utf-8")
+
+    def _stamped_event(self, data: bytes) -> None:
+        """Stream a native output's JSON with meta_info.sim_sent_at: time.perf_counter() (CLOCK_MONOTONIC, which
+        every process on the host shares) just before the chunk is written, spliced in as meta_info's last key
+        (meta_info is the output's last key), so making the JSON is not counted as delivery time."""
+        self._chunk(b"data: %s, \"sim_sent_at\": %.7f}}\n\n" % (data[:-2], time.perf_counter()))
 
     def route_generate(self):
         body = self._json_body()
@@ -919,8 +942,8 @@ class Handler(BaseHTTPRequestHandler):
             return
         self._start_stream()
         try:
-            for req, finished in self._updates(reqs, sink):
-                self._event(self._native_output(req, finished, batch))
+            for req, count, finished in self._updates(reqs, sink):
+                self._stamped_event(self._native_chunk(req, finished, batch, count))
             self._end_stream()
         except (BrokenPipeError, ConnectionResetError):
             self._abort(reqs)
@@ -970,8 +993,8 @@ class Handler(BaseHTTPRequestHandler):
         include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
         self._start_stream()
         try:
-            for req, finished in self._updates(reqs, sink):
-                delta = req.output_ids[sent[req.index]:]
+            for req, count, finished in self._updates(reqs, sink):
+                delta = req.output_ids[sent[req.index]:count]
                 sent[req.index] += len(delta)
                 self._event({"id": rid, "object": "text_completion", "created": created, "model": model_name,
                              "choices": [{"index": req.index, "text": detokenize(delta), "logprobs": None,
@@ -1019,9 +1042,9 @@ class Handler(BaseHTTPRequestHandler):
                              "choices": [{"index": req.index, "delta": {"role": "assistant", "content": ""},
                                           "logprobs": None, "finish_reason": None, "matched_stop": None}],
                              "usage": None})
-            for req, finished in self._updates(reqs, sink):
+            for req, count, finished in self._updates(reqs, sink):
                 start = sent[req.index]
-                delta = req.output_ids[start:]
+                delta = req.output_ids[start:count]
                 sent[req.index] += len(delta)
                 piece = detokenize(delta)
                 if start == 0:

@@ -13,6 +13,7 @@ import pytest
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.specdec.bench.plugins.module_utils._builtin_harness import LoadRun, generate_body, make_prompts
 from ansible_collections.specdec.bench.plugins.module_utils._harness import RESULT_KEYS
 from ansible_collections.specdec.bench.plugins.modules import bench_run
 
@@ -57,7 +58,24 @@ def test_builtin_completes_every_prompt_with_speculative_acceptance(run_module, 
     assert sorted(r['index'] for r in measured) == list(range(8))
     assert all(r['output_tokens'] == 24 and len(r['itl_s']) <= 23 and r['spec_verify_ct'] for r in measured)
     assert max(r['start_s'] - r['intended_start_s'] for r in measured) < 1.0
+    # each chunk's arrival, on the run's clock: one chunk for the prefill's token, then one per verify step
+    assert all(len(r['chunk_s']) == r['spec_verify_ct'] + 1 and r['chunk_s'] == sorted(r['chunk_s'])
+               and r['start_s'] <= r['chunk_s'][0] and r['chunk_s'][-1] <= r['end_s'] and 'sent_s' not in r for r in measured)
     assert not [name for name in os.listdir(str(tmp_path / 'stage')) if name.endswith('.tmp')]
+
+
+def test_the_load_generator_keeps_each_chunks_arrival_beside_the_servers_send_stamp(dflash):
+    # the emulator stamps every chunk with its own time.perf_counter() just before writing it; the harness reads
+    # on the same clock (CLOCK_MONOTONIC), so no chunk can arrive before it was sent
+    bodies = [generate_body(prompt, 32) for prompt in make_prompts(3, 6, 16)]
+    run = LoadRun(dflash.base_url, bodies, [0.0] * 6, 3, 10.0, stamp_key='sim_sent_at').start()
+    assert run.wait(60)
+    assert sorted(r['index'] for r in run.records) == list(range(6)) and all(r['success'] for r in run.records)
+    for record in run.records:
+        assert len(record['sent_s']) == len(record['chunk_s']) == record['spec_verify_ct'] + 1
+        assert record['start_s'] < record['sent_s'][0]
+        assert all(sent <= arrived for sent, arrived in zip(record['sent_s'], record['chunk_s']))
+        assert record['sent_s'] == sorted(record['sent_s'])
 
 
 def test_builtin_against_autoregressive_decoding_has_no_acceptance_length(run_module, emulator, tmp_path):
