@@ -1,0 +1,256 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, specdec.bench developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: stage_record
+short_description: End a benchmark stage on its host in one round trip, keeping its evidence and writing its status
+version_added: 0.1.0
+description:
+  - The last step of a stage (the C(specdec.bench.bench_stage) role). In this order, so each piece sees the server as it
+    was: reads the server's C(/server_info) (the acceptance length after the runs) while it still runs, snapshots the
+    GPU facts (which GPUs and how much memory the server held), reads the unit's state, stops the unit and waits for
+    it to be stopped, copies the unit file as it ran, keeps the unit's last journal lines, then writes the status.
+  - For a failed stage the unit's state and the journal lines also go into the status as evidence.
+  - An V(ok) stage whose C(/server_info) cannot be read is recorded V(failed) with that reason.
+  - Every file is written to a temporary file and renamed, mode O(mode); the status is written last, so a status file
+    always comes with the evidence it names.
+author:
+  - specdec.bench developers (!UNKNOWN)
+options:
+  dir:
+    description: The stage's results folder; it must exist.
+    type: path
+    required: true
+  unit:
+    description: The stage's systemd unit.
+    type: str
+    required: true
+  unit_dir:
+    description: Where the unit file was rendered.
+    type: path
+    default: /etc/systemd/system
+  base_url:
+    description: The server's base URL; C(/server_info) is read from it. Without it no C(/server_info) is kept.
+    type: str
+  status:
+    description:
+      - The stage's status (C(stage), C(status) V(ok) or V(failed), C(reason), C(started), C(headline), C(timings),
+        C(evidence)); C(finished) is set here.
+    type: dict
+    required: true
+  files:
+    description: The file names of the results layout (the C(results_dir) role's C(results_dir_layout)).
+    type: dict
+    required: true
+    suboptions:
+      status:
+        description: The status file.
+        type: str
+        required: true
+      server_info:
+        description: C(/server_info) as read.
+        type: str
+        required: true
+      gpus:
+        description: The GPU facts snapshot.
+        type: str
+        required: true
+      unit:
+        description: The unit file as it ran.
+        type: str
+        required: true
+      journal:
+        description: The journal excerpt.
+        type: str
+        required: true
+  journal_lines:
+    description: How many of the unit's last journal lines to keep.
+    type: int
+    default: 200
+  gpu_snapshot:
+    description: Snapshot the GPU facts before stopping the unit.
+    type: bool
+    default: true
+  mode:
+    description: Mode of the files written.
+    type: str
+    default: "0640"
+attributes:
+  check_mode:
+    description: Can run in C(check_mode) and return changed status prediction without modifying target.
+    support: none
+  diff_mode:
+    description: Returns details on what has changed (or possibly needs changing in C(check_mode)), when in diff mode.
+    support: none
+seealso:
+  - module: specdec.bench.bench_run
+  - module: specdec.bench.sglang_ready
+notes:
+  - Requires Python 3.9 or later on the host; standard library only.
+"""
+
+EXAMPLES = r"""
+- name: Keep the evidence, stop the server and write the status
+  specdec.bench.stage_record:
+    dir: /root/bench_results/qwen36-ct200/tp1-dflash-n16
+    unit: specdec-qwen36-ct200-tp1-dflash-n16.service
+    base_url: http://127.0.0.1:31001
+    status: {stage: tp1-dflash-n16, status: ok, reason: null, started: "2026-12-02T14:00:00Z", headline: []}
+    files: {status: status.json, server_info: server_info.json, gpus: gpus.json, unit: unit.service, journal: journal.txt}
+"""
+
+RETURN = r"""
+status:
+  description: The status as written.
+  returned: success
+  type: dict
+  sample: {stage: tp1-dflash-n16, status: ok, reason: null, started: "2026-12-02T14:00:00Z", finished: "2026-12-02T14:03:10Z"}
+written:
+  description: The files written, by layout name.
+  returned: success
+  type: dict
+warnings_seen:
+  description: What could not be kept (a file missing from the evidence), also given as warnings.
+  returned: success
+  type: list
+  elements: str
+"""
+
+import json
+import os
+import tempfile
+import time
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.specdec.bench.plugins.module_utils._gpu_probe import gather_gpu_facts
+from ansible_collections.specdec.bench.plugins.module_utils._sglang_http import CONNECTION_ERRORS, HTTPStatusError, request_json
+
+TIME_FORMAT = '%Y-%m-%dT%H:%M:%SZ'
+UNIT_PROPERTIES = ('ActiveState', 'SubState', 'Result', 'ExecMainStatus')
+
+
+def write_file(path, text, mode):
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix='.stage-record-')
+    try:
+        with os.fdopen(fd, 'w', encoding='utf-8') as handle:
+            handle.write(text)
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def unit_state(module, systemctl, unit):
+    rc, out, dummy = module.run_command([systemctl, 'show', '--property=' + ','.join(UNIT_PROPERTIES), '--', unit])
+    state = {}
+    for line in out.splitlines() if rc == 0 else []:
+        key, sep, value = line.partition('=')
+        if sep:
+            state[key] = value
+    return state
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            dir=dict(type='path', required=True),
+            unit=dict(type='str', required=True),
+            unit_dir=dict(type='path', default='/etc/systemd/system'),
+            base_url=dict(type='str'),
+            status=dict(type='dict', required=True),
+            files=dict(type='dict', required=True, options=dict(
+                status=dict(type='str', required=True), server_info=dict(type='str', required=True),
+                gpus=dict(type='str', required=True), unit=dict(type='str', required=True),
+                journal=dict(type='str', required=True))),
+            journal_lines=dict(type='int', default=200),
+            gpu_snapshot=dict(type='bool', default=True),
+            mode=dict(type='str', default='0640'),
+        ),
+        supports_check_mode=False,
+    )
+    params = module.params
+    status = dict(params['status'])
+    if status.get('status') not in ('ok', 'failed'):
+        module.fail_json(msg='status.status must be ok or failed, got %r' % status.get('status'))
+    if not os.path.isdir(params['dir']):
+        module.fail_json(msg='dir %s does not exist: the results_dir role makes it' % params['dir'])
+    for name in params['files'].values():
+        if '/' in name or name in ('', '.', '..'):
+            module.fail_json(msg='files must be file names, got %r' % name)
+    try:
+        mode = int(params['mode'], 8)
+    except ValueError:
+        module.fail_json(msg='mode must be an octal string such as 0640, got %r' % params['mode'])
+    files = dict((key, os.path.join(params['dir'], name)) for key, name in params['files'].items())
+    written, missing = {}, []
+
+    if params['base_url']:
+        try:
+            info = request_json(params['base_url'].rstrip('/') + '/server_info', timeout=30)
+        except (HTTPStatusError, ValueError) + CONNECTION_ERRORS as exc:
+            info = None
+            missing.append('server_info: %s' % exc)
+            if status['status'] == 'ok':
+                status.update(status='failed', reason='the server stopped answering /server_info after the runs: %s' % exc)
+        if info is not None:
+            write_file(files['server_info'], json.dumps(info, indent=4, sort_keys=True) + '\n', mode)
+            written['server_info'] = files['server_info']
+
+    if params['gpu_snapshot']:
+        facts, dummy = gather_gpu_facts(module, 'auto', False, 256)
+        write_file(files['gpus'], json.dumps({'nvidia_gpus': facts.get('nvidia_gpus', []),
+                                              'nvidia_driver': facts.get('nvidia_driver')}, indent=4, sort_keys=True), mode)
+        written['gpus'] = files['gpus']
+
+    systemctl = module.get_bin_path('systemctl', required=True)
+    state = unit_state(module, systemctl, params['unit'])
+    # stopped before its journal is read, so the excerpt shows how the server ended
+    rc, out, err = module.run_command([systemctl, 'stop', '--', params['unit']])
+    if rc != 0:
+        missing.append('systemctl stop %s failed (rc %d): %s' % (params['unit'], rc, (err or out).strip()))
+
+    unit_file = os.path.join(params['unit_dir'], params['unit'])
+    try:
+        with open(unit_file, encoding='utf-8') as handle:
+            write_file(files['unit'], handle.read(), mode)
+        written['unit'] = files['unit']
+    except OSError as exc:
+        missing.append('unit file: %s' % exc)
+
+    journalctl = module.get_bin_path('journalctl')
+    journal = []
+    if journalctl:
+        rc, out, err = module.run_command([journalctl, '-u', params['unit'], '--no-pager', '-n', str(params['journal_lines']),
+                                           '-o', 'short-iso'])
+        journal = out.splitlines()
+        if rc != 0:
+            missing.append('journalctl failed (rc %d): %s' % (rc, (err or out).strip()))
+        write_file(files['journal'], out if out.endswith('\n') or not out else out + '\n', mode)
+        written['journal'] = files['journal']
+    else:
+        missing.append('journalctl is not installed')
+
+    if status['status'] == 'failed':
+        evidence = dict(status.get('evidence') or {})
+        evidence.setdefault('unit_state', state)
+        if not evidence.get('journal'):
+            evidence['journal'] = journal[-50:]
+        status['evidence'] = evidence
+    status['finished'] = time.strftime(TIME_FORMAT, time.gmtime())
+    write_file(files['status'], json.dumps(status, indent=4, sort_keys=True) + '\n', mode)
+    written['status'] = files['status']
+    for text in missing:
+        module.warn(text)
+    module.exit_json(changed=True, status=status, written=written, warnings_seen=missing)
+
+
+if __name__ == '__main__':
+    main()

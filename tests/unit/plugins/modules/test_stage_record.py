@@ -1,0 +1,135 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, specdec.bench developers
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""stage_record: a stage's evidence kept in order (server_info and GPUs while the server runs, then stop, unit file,
+journal) and its status written last; /server_info over real HTTP from the SGLang emulator, systemctl and journalctl
+faked, the GPU snapshot replaced by a recorder."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+
+import pytest
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.specdec.bench.plugins.modules import stage_record
+
+UNIT = 'specdec-c-tp1-dflash-n16.service'
+FILES = {'status': 'status.json', 'server_info': 'server_info.json', 'gpus': 'gpus.json', 'unit': 'unit.service',
+         'journal': 'journal.txt'}
+SHOW = 'ActiveState=failed\nSubState=failed\nResult=exit-code\nExecMainStatus=1\n'
+
+
+class Host:
+    """systemctl, journalctl and the GPU snapshot of a host, recording the order of what happened."""
+
+    def __init__(self, monkeypatch, stop=(0, '', ''), journal=(0, 'a\nb\nc\n', '')):
+        self.events = []
+
+        def run_command(_module, args, **_kwargs):
+            tool, verb = os.path.basename(args[0]), args[1]
+            self.events.append('%s %s' % (tool, verb))
+            if tool == 'systemctl' and verb == 'show':
+                assert args[2:] == ['--property=ActiveState,SubState,Result,ExecMainStatus', '--', UNIT]
+                return 0, SHOW, ''
+            if tool == 'systemctl':
+                assert args[1:] == ['stop', '--', UNIT]
+                return stop
+            assert args[1:] == ['-u', UNIT, '--no-pager', '-n', '50', '-o', 'short-iso']
+            return journal
+
+        def gather(_module, backend, topology, tolerance):
+            assert (backend, topology, tolerance) == ('auto', False, 256)
+            self.events.append('gpus')
+            return {'nvidia_gpus': [{'index': 1, 'processes': [{'pid': 7, 'unit': UNIT}]}], 'nvidia_driver': {'version': 'x'}}, {}
+
+        monkeypatch.setattr(AnsibleModule, 'run_command', run_command)
+        monkeypatch.setattr(AnsibleModule, 'get_bin_path', lambda _m, arg, required=False, opt_dirs=None: '/usr/bin/' + arg)
+        monkeypatch.setattr(stage_record, 'gather_gpu_facts', gather)
+
+
+@pytest.fixture(name="stage")
+def stage_dirs(tmp_path):
+    (tmp_path / 'units').mkdir()
+    (tmp_path / 'units' / UNIT).write_text('[Service]\nExecStart=/usr/bin/python3 -m sglang.launch_server\n')
+    (tmp_path / 'stage').mkdir()
+    return tmp_path
+
+
+def args(stage, status, **extra):
+    values = dict(dir=str(stage / 'stage'), unit=UNIT, unit_dir=str(stage / 'units'), status=status, files=FILES, journal_lines=50)
+    values.update(extra)
+    return values
+
+
+def read(stage, name):
+    return (stage / 'stage' / name).read_text()
+
+
+def test_an_ok_stage_keeps_server_info_and_gpus_before_the_stop_and_writes_its_status(run_module, monkeypatch, stage, dflash):
+    host = Host(monkeypatch)
+    status = {'stage': 'tp1-dflash-n16', 'status': 'ok', 'reason': None, 'started': '2026-12-02T14:00:00Z',
+              'headline': [{'concurrency': 1, 'output_throughput': 100.0, 'accept_length': 3.2}]}
+    result = run_module(stage_record, args(stage, status, base_url=dflash.base_url))
+    assert result['exit_code'] == 0 and result['changed'], result
+    assert host.events == ['gpus', 'systemctl show', 'systemctl stop', 'journalctl -u']
+    written = json.loads(read(stage, 'status.json'))
+    assert written == result['status'] and written['status'] == 'ok' and written['finished'] >= written['started']
+    assert 'evidence' not in written
+    assert json.loads(read(stage, 'server_info.json'))['speculative_algorithm'] == 'DFLASH'
+    assert json.loads(read(stage, 'gpus.json'))['nvidia_gpus'][0]['processes'][0]['unit'] == UNIT
+    assert read(stage, 'unit.service') == (stage / 'units' / UNIT).read_text()
+    assert read(stage, 'journal.txt') == 'a\nb\nc\n'
+    for name in FILES.values():
+        assert stat.S_IMODE(os.stat(str(stage / 'stage' / name)).st_mode) == 0o640
+    assert not [name for name in os.listdir(str(stage / 'stage')) if name.startswith('.')]
+
+
+def test_a_failed_stage_gets_the_unit_state_and_journal_as_evidence(run_module, monkeypatch, stage):
+    Host(monkeypatch, journal=(0, 'Traceback\nCUDA out of memory\n', ''))
+    status = {'stage': 's', 'status': 'failed', 'reason': 'the unit died', 'evidence': {'task': 'Wait', 'journal': []}}
+    result = run_module(stage_record, args(stage, status, gpu_snapshot=False))
+    evidence = json.loads(read(stage, 'status.json'))['evidence']
+    assert result['exit_code'] == 0
+    assert evidence == {'task': 'Wait', 'unit_state': {'ActiveState': 'failed', 'SubState': 'failed', 'Result': 'exit-code',
+                                                        'ExecMainStatus': '1'},
+                        'journal': ['Traceback', 'CUDA out of memory']}
+    assert not (stage / 'stage' / 'gpus.json').exists() and not (stage / 'stage' / 'server_info.json').exists()
+
+
+def test_an_ok_stage_whose_server_stopped_answering_is_failed(run_module, monkeypatch, stage):
+    Host(monkeypatch)
+    status = {'stage': 's', 'status': 'ok', 'reason': None, 'headline': []}
+    result = run_module(stage_record, args(stage, status, base_url='http://127.0.0.1:9', gpu_snapshot=False))
+    written = json.loads(read(stage, 'status.json'))
+    assert written['status'] == 'failed' and '/server_info' in written['reason']
+    assert written['evidence']['unit_state']['ActiveState'] == 'failed'
+    assert any('server_info' in text for text in result['warning_texts'])
+
+
+def test_what_cannot_be_kept_is_warned_and_the_status_still_written(run_module, monkeypatch, stage):
+    Host(monkeypatch, stop=(5, '', 'Unit not loaded.'), journal=(1, '', 'No journal files were found.'))
+    os.unlink(str(stage / 'units' / UNIT))
+    status = {'stage': 's', 'status': 'failed', 'reason': 'x'}
+    result = run_module(stage_record, args(stage, status, gpu_snapshot=False))
+    assert result['exit_code'] == 0 and json.loads(read(stage, 'status.json'))['status'] == 'failed'
+    assert len(result['warnings_seen']) == 3
+    assert any('Unit not loaded' in text for text in result['warning_texts'])
+
+
+@pytest.mark.parametrize(('extra', 'text'), [
+    (dict(status={'status': 'skipped'}), "status.status must be ok or failed, got 'skipped'"),
+    (dict(files=dict(FILES, status='../status.json')), 'files must be file names'),
+    (dict(mode='rw'), 'mode must be an octal string'),
+    (dict(dir='/nonexistent/stage'), 'does not exist'),
+])
+def test_bad_input_is_refused_before_anything_is_done(run_module, monkeypatch, stage, extra, text):
+    host = Host(monkeypatch)
+    values = args(stage, {'status': 'ok'})
+    values.update(extra)
+    result = run_module(stage_record, values)
+    assert result['exit_code'] == 1 and text in result['msg']
+    assert host.events == [] and os.listdir(str(stage / 'stage')) == []
