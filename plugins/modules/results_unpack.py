@@ -13,7 +13,7 @@ version_added: 0.1.0
 description:
   - Runs on the controller only (an action plugin). Takes the archive that M(specdec.bench.results_archive) made on a host,
     fetched to the controller, and the manifest it returned, and merges the files into O(dest)C(/<host>/<campaign>/).
-  - Verifies first: every file of the archive must be in the manifest with the same size and sha256, and every manifest
+  - Verifies first. Every file of the archive must be in the manifest with the same size and sha256, and every manifest
     entry in the archive; otherwise nothing is written and the task fails naming the file.
   - A file already collected with the same content is left alone, so collecting again changes nothing.
   - A collected file whose content differs on the host (a stage run again there) is replaced, and the collected one is

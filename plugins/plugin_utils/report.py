@@ -445,8 +445,8 @@ def render_markdown(report, plots=None):
         if missing:
             lines += ['### Not measured', '', '| stage | setting | TP | status | reason |', '| --- | --- | ---: | --- | --- |']
             for item in missing:
-                lines.append('| `%s` | %s | %s | %s | %s |' % (item['stage'], _md_escape(item['setting']), item['tp'],
-                                                             item['status'], _md_escape(item['reason'] or '–')))
+                lines.append('| `%s` | %s | %s | %s | %s |' % (
+                    item['stage'], _md_escape(item['setting']), item['tp'], item['status'], _md_escape(item['reason'] or '–')))
             lines.append('')
         partial = [row for row in report['rows'] if row['host'] == host['host'] and row['status'] in ('missing', 'incomplete')]
         if partial:
@@ -551,8 +551,8 @@ def render_latex(report):
                 r'\caption{%s, TP%s: output throughput, speedup over %s at the same TP and concurrency, '
                 r'acceptance length $\tau$; best throughput per concurrency in bold.}' % (
                     tex_escape(host), tp, tex_escape(baseline)),
-                r'\label{tab:%s-%s-tp%s}' % (re.sub('[^A-Za-z0-9-]', '-', report['campaign']),
-                                              re.sub('[^A-Za-z0-9-]', '-', host), tp),
+                r'\label{tab:%s-%s-tp%s}' % (
+                    re.sub('[^A-Za-z0-9-]', '-', report['campaign']), re.sub('[^A-Za-z0-9-]', '-', host), tp),
                 r'\end{table}']
     return '\n'.join(out) + '\n'
 
@@ -747,8 +747,8 @@ def write_plots(report, output_dir, write):
                 if metric == 'speedup':
                     axis.axhline(1.0, linestyle=':', linewidth=0.8, color='black')
                 if not any(line.get_marker() == 'o' for line in axis.lines):
-                    axis.text(0.5, 0.5, 'no %s at TP%s\n(%s)' % (label, tp, 'no %s baseline measured' % baseline_label
-                                                                if metric == 'speedup' else 'none reported'),
+                    why = 'no %s baseline measured' % baseline_label if metric == 'speedup' else 'none reported'
+                    axis.text(0.5, 0.5, 'no %s at TP%s\n(%s)' % (label, tp, why),
                               transform=axis.transAxes, ha='center', va='center', fontsize=9, color='grey')
                 _log2_axis(axis, budgets, 'DDTree budget B (tree nodes)')
                 axis.set_ylabel(label)
