@@ -23,6 +23,7 @@ description:
   - The report is a pure function of the collected files; a file is rewritten only when its content changed, so
     running it again on the same results reports no change.
   - The plots need matplotlib on the controller; without it the other files are written and RV(plots_skipped) says why.
+  - In check mode the report is written too, since it changes no host, only files on the controller.
 author:
   - specdec.bench developers (!UNKNOWN)
 options:
@@ -60,14 +61,6 @@ options:
     description:
       - The results layout (C(results_dir_layout) of the C(results_dir) role). Default that role's defaults, read from the collection.
     type: dict
-attributes:
-  check_mode:
-    support: full
-    description: The report is written in check mode too; it changes no host, only files on the controller.
-  diff_mode:
-    support: none
-  platform:
-    platforms: posix
 requirements:
   - matplotlib on the controller for the plots (optional).
 seealso:

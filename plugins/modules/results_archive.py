@@ -32,13 +32,6 @@ options:
     description: Where the archive is written (a new file with a random name, mode 0600).
     type: path
     default: /var/tmp
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
-  platform:
-    platforms: posix
 notes:
   - Symbolic links and other non-regular files are not packed; they are listed in RV(skipped).
 seealso:

@@ -20,6 +20,7 @@ description:
     kept as evidence under C(<campaign>/.collect/superseded/<UTC time>/); a warning names that folder. Nothing is lost.
   - A collected file that the host no longer has is kept and listed in RV(only_on_controller).
   - The last manifest is kept as C(<campaign>/.collect/manifest.json).
+  - In check mode the manifest is compared with what is collected and what would change is reported; nothing is written.
 author:
   - specdec.bench developers (!UNKNOWN)
 options:
@@ -46,14 +47,6 @@ options:
     description: Remove O(archive) afterwards, also when the verification fails.
     type: bool
     default: true
-attributes:
-  check_mode:
-    support: full
-    description: Compares the manifest with what is collected and reports what would change; writes nothing.
-  diff_mode:
-    support: none
-  platform:
-    platforms: posix
 seealso:
   - module: specdec.bench.results_archive
   - module: specdec.bench.report

@@ -9,7 +9,6 @@ speedup peaks at an intermediate budget.
 """
 import json
 import math
-import os
 import random
 from pathlib import Path
 
