@@ -1,0 +1,318 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, specdec.bench developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Progress of a training run, read from its log. Private to the specdec.bench collection.
+
+Two line formats are understood, as trainers write them:
+
+- tqdm bars: ``Epoch 0:  45%|####5     | 45/100 [00:12<00:15,  3.61it/s, loss=2.31]`` (rewritten in place with
+  carriage returns, so every ``\\r`` ends a line too);
+- JSON lines: ``{"step": 45, "total_steps": 100, "loss": 2.31, "time": 1764680000.0}``.
+
+Everything else is a plain log line. Lines are untrusted text: they are decoded leniently, stripped of terminal
+escapes and control characters and cut to a bounded length, and metrics are only ever finite numbers.
+Standard library only: the monitoring service on the training host imports this file as it is.
+"""
+
+from __future__ import annotations
+
+import codecs
+import collections
+import json
+import math
+import re
+
+MAX_LINE_CHARS = 1000
+TAIL_LINES = 200
+RATE_WINDOW = 20
+# Keys a JSON line may give its step, total and time under, in order of preference.
+STEP_KEYS = ('step', 'global_step', 'iteration', 'iter')
+TOTAL_KEYS = ('total_steps', 'max_steps', 'num_steps', 'total')
+TIME_KEYS = ('time', 'timestamp', 'ts')
+LOSS_KEYS = ('loss', 'train_loss', 'train/loss', 'loss_total')
+MAX_METRICS = 16
+MAX_KEY_CHARS = 40
+
+_ANSI_RE = re.compile(r'\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]')
+_CONTROL_RE = re.compile(r'[\x00-\x08\x0b-\x1f\x7f]')
+_TQDM_RE = re.compile(
+    r'^(?P<desc>.*?)(?::\s*)?\s*(?P<pct>\d{1,3})%\|(?P<bar>[^|]*)\|\s*'
+    r'(?P<n>\d+(?:\.\d+)?[kMGT]?)/(?P<total>\d+(?:\.\d+)?[kMGT]?)\s*'
+    r'\[(?P<elapsed>[\d:]+)<(?P<remaining>[\d:]+|\?),\s*'
+    r'(?P<rate>\d+(?:\.\d+)?[kMGT]?|\?)\s*(?P<unit>[A-Za-z_]+/s|s/[A-Za-z_]+)'
+    r'(?:,\s*(?P<postfix>[^\]]*))?\]\s*$'
+)
+_POSTFIX_RE = re.compile(r'([A-Za-z_][\w./-]*)=\s*([^,]+)')
+_SCALE = {'': 1, 'k': 1e3, 'M': 1e6, 'G': 1e9, 'T': 1e12}
+_ERROR_RE = re.compile(r'(Error|Exception|Traceback \(most recent call last\)|CUDA error|Killed)')
+
+
+def clean_line(text):
+    """One log line as safe plain text: no terminal escapes or control characters, at most MAX_LINE_CHARS."""
+    if isinstance(text, bytes):
+        text = text.decode('utf-8', errors='replace')
+    text = _CONTROL_RE.sub('', _ANSI_RE.sub('', text)).rstrip()
+    if len(text) > MAX_LINE_CHARS:
+        text = text[:MAX_LINE_CHARS - 1] + '\u2026'
+    return text
+
+
+def _number(value):
+    """A finite float from a number or numeric string, else None (no NaN, infinity, bool or nested value)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        number = float(value)
+    elif isinstance(value, str) and len(value) <= 40:
+        try:
+            number = float(value.strip())
+        except ValueError:
+            return None
+    else:
+        return None
+    return number if math.isfinite(number) else None
+
+
+def _scaled(text):
+    """tqdm's unit_scale numbers: 1.2k -> 1200."""
+    suffix = text[-1] if text and text[-1] in _SCALE else ''
+    return float(text[:len(text) - len(suffix)]) * _SCALE[suffix]
+
+
+def parse_duration(text):
+    """tqdm's [H:]MM:SS as seconds; None for '?'."""
+    if not text or text == '?':
+        return None
+    seconds = 0
+    for part in text.split(':'):
+        seconds = seconds * 60 + int(part)
+    return seconds
+
+
+def _metric_key(key):
+    key = clean_line(str(key))
+    return key[:MAX_KEY_CHARS] if key else None
+
+
+def _metrics(pairs):
+    metrics = {}
+    for key, value in pairs:
+        name = _metric_key(key)
+        number = _number(value)
+        if name and number is not None and len(metrics) < MAX_METRICS:
+            metrics[name] = number
+    return metrics
+
+
+def parse_tqdm(line):
+    """A tqdm bar as {'step', 'total', 'rate', 'elapsed', 'remaining', 'desc', 'metrics'}, or None."""
+    match = _TQDM_RE.match(line)
+    if not match:
+        return None
+    step, total = _scaled(match.group('n')), _scaled(match.group('total'))
+    if total <= 0 or step < 0:
+        return None
+    rate = None
+    if match.group('rate') != '?':
+        value = _scaled(match.group('rate'))
+        rate = value if match.group('unit').endswith('/s') else (1.0 / value if value > 0 else None)
+    postfix = match.group('postfix') or ''
+    return {
+        'format': 'tqdm',
+        'step': int(step) if step.is_integer() else step,
+        'total': int(total) if total.is_integer() else total,
+        'rate': rate,
+        'rate_unit': match.group('unit').split('/')[0] if match.group('unit').endswith('/s') else match.group('unit')[2:],
+        'elapsed': parse_duration(match.group('elapsed')),
+        'remaining': parse_duration(match.group('remaining')),
+        'desc': clean_line(match.group('desc').strip().rstrip(':'))[:80],
+        'metrics': _metrics(_POSTFIX_RE.findall(postfix)),
+    }
+
+
+def _first(record, keys):
+    for key in keys:
+        if key in record:
+            number = _number(record[key])
+            if number is not None:
+                return number
+    return None
+
+
+def parse_json(line):
+    """A JSON metrics line as {'step', 'total', 'time', 'epoch', 'metrics'}, or None when it is not one."""
+    text = line.strip()
+    if not (text.startswith('{') and text.endswith('}')):
+        return None
+    try:
+        record = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(record, dict):
+        return None
+    step = _first(record, STEP_KEYS)
+    total = _first(record, TOTAL_KEYS)
+    skip = set(STEP_KEYS + TOTAL_KEYS + TIME_KEYS + ('epoch',))
+    metrics = _metrics((key, value) for key, value in record.items() if key not in skip)
+    if step is None and not metrics:
+        return None
+    return {
+        'format': 'json',
+        'step': int(step) if step is not None and step.is_integer() else step,
+        'total': int(total) if total is not None and total.is_integer() and total > 0 else None,
+        'time': _first(record, TIME_KEYS),
+        'epoch': _first(record, ('epoch',)),
+        'metrics': metrics,
+    }
+
+
+def split_lines(text):
+    """Lines ended by \\n, \\r\\n or a lone \\r (how tqdm rewrites its bar), and the unfinished rest."""
+    parts = re.split(r'\r\n|\r|\n', text)
+    return parts[:-1], parts[-1]
+
+
+def _loss(metrics):
+    for key in LOSS_KEYS:
+        if key in metrics:
+            return metrics[key]
+    return None
+
+
+class TrainLog:
+    """The state of a run read from its log, fed incrementally (bytes or text) as the log grows."""
+
+    def __init__(self, tail_lines=TAIL_LINES):
+        self.lines = collections.deque(maxlen=tail_lines)
+        self.line_count = 0
+        self._pending = ''
+        self._decoder = codecs.getincrementaldecoder('utf-8')(errors='replace')
+        self._last_bar = False
+        self.progress = None
+        self.metrics = {}
+        self.loss = None
+        self.last_error = None
+        self.epoch = None
+        self._history = collections.deque(maxlen=RATE_WINDOW)
+
+    def feed(self, data):
+        """Add the next chunk of the log."""
+        if isinstance(data, bytes):
+            # An incremental decoder keeps a UTF-8 sequence cut between two chunks for the next one.
+            data = self._decoder.decode(data)
+        lines, self._pending = split_lines(self._pending + data)
+        for line in lines:
+            self._add(line)
+        if len(self._pending) > 4 * MAX_LINE_CHARS:
+            self._add(self._pending)
+            self._pending = ''
+
+    def _add(self, raw):
+        line = clean_line(raw)
+        if not line:
+            return
+        self.line_count += 1
+        parsed = parse_tqdm(line)
+        is_bar = parsed is not None
+        if parsed is None:
+            parsed = parse_json(line)
+        if parsed is not None:
+            self._update(parsed)
+        elif _ERROR_RE.search(line):
+            self.last_error = line
+        # A bar rewritten in place is one line on screen, not one per update.
+        if is_bar and self._last_bar and self.lines:
+            self.lines[-1] = line
+        else:
+            self.lines.append(line)
+        self._last_bar = is_bar
+
+    def _update(self, parsed):
+        if parsed['metrics']:
+            self.metrics.update(parsed['metrics'])
+            loss = _loss(parsed['metrics'])
+            if loss is not None:
+                self.loss = loss
+        if parsed['format'] == 'json' and parsed['epoch'] is not None:
+            self.epoch = parsed['epoch']
+        if parsed['step'] is None:
+            return
+        previous = self.progress or {}
+        total = parsed['total'] or previous.get('total')
+        progress = {
+            'step': parsed['step'],
+            'total': total,
+            'source': parsed['format'],
+            'rate': None,
+            'rate_unit': 'step',
+            'eta_seconds': None,
+            'elapsed_seconds': None,
+            'desc': previous.get('desc'),
+        }
+        if parsed['format'] == 'tqdm':
+            progress.update(rate=parsed['rate'], rate_unit=parsed['rate_unit'], eta_seconds=parsed['remaining'],
+                            elapsed_seconds=parsed['elapsed'], desc=parsed['desc'] or None)
+        else:
+            if parsed['time'] is not None:
+                if self._history and (parsed['step'] < self._history[-1][1] or parsed['time'] < self._history[-1][0]):
+                    self._history.clear()  # a restart or a new phase
+                self._history.append((parsed['time'], parsed['step']))
+            rate = self._rate()
+            # A tqdm bar of the same run keeps its own rate when JSON lines carry no time.
+            if rate is None and previous.get('source') == 'tqdm' and previous.get('total') == total:
+                rate = previous.get('rate')
+            progress['rate'] = rate
+            if rate and total is not None and total >= parsed['step']:
+                progress['eta_seconds'] = (total - parsed['step']) / rate
+        self.progress = progress
+
+    def _rate(self):
+        if len(self._history) < 2:
+            return None
+        (first_time, first_step), (last_time, last_step) = self._history[0], self._history[-1]
+        if last_time <= first_time or last_step <= first_step:
+            return None
+        return (last_step - first_step) / (last_time - first_time)
+
+    def status(self, tail=40):
+        """What a monitor shows: progress (with percent), latest metrics and loss, the last lines, the last error."""
+        lines = list(self.lines)
+        pending = clean_line(self._pending)
+        progress = dict(self.progress) if self.progress else None
+        metrics = dict(self.metrics)
+        loss = self.loss
+        # The bar being drawn right now has no line end yet: show it, without committing it.
+        if pending:
+            bar = parse_tqdm(pending)
+            if bar is not None:
+                progress = {'step': bar['step'], 'total': bar['total'], 'source': 'tqdm', 'rate': bar['rate'],
+                            'rate_unit': bar['rate_unit'], 'eta_seconds': bar['remaining'],
+                            'elapsed_seconds': bar['elapsed'], 'desc': bar['desc'] or None}
+                metrics.update(bar['metrics'])
+                loss = _loss(bar['metrics']) if _loss(bar['metrics']) is not None else loss
+                if self._last_bar and lines:
+                    lines[-1] = pending
+                else:
+                    lines.append(pending)
+            else:
+                lines.append(pending)
+        if progress is not None:
+            total, step = progress.get('total'), progress.get('step')
+            progress['percent'] = round(min(100.0, 100.0 * step / total), 1) if total and step is not None else None
+        return {
+            'progress': progress,
+            'epoch': self.epoch,
+            'loss': loss,
+            'metrics': metrics,
+            'last_error': self.last_error,
+            'lines': lines[-tail:] if tail else [],
+            'line_count': self.line_count,
+        }
+
+
+def read_status(text, tail=40):
+    """The status of a whole log given at once (tests, one-shot readers)."""
+    log = TrainLog()
+    log.feed(text)
+    return log.status(tail=tail)

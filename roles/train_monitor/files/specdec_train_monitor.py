@@ -1,0 +1,361 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, specdec.bench developers
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The live monitoring page of one training run: a read-only web service (Python 3.9+ standard library only).
+
+    python3 specdec_train_monitor.py --run-dir /root/train_runs/NAME --unit specdec-train-NAME.service
+
+GET /                 the page: run name and unit state, progress bar, rate, ETA, loss and metrics, last log lines,
+                      updated live from /api/events (server-sent events), polling /api/status when that fails
+GET /api/status       the same as JSON
+GET /api/events       a server-sent event with the status whenever it changes
+GET /files/           the run folder's files (top level) as JSON; GET /files/NAME one of them as text
+Anything else is 404; any other method 405. Only the run folder's own top-level regular files are served (no
+path traversal, no symlinks out), requests whose Host is not a loopback name (DNS rebinding) are refused, and the
+page's Content-Security-Policy allows only its own script and style: log text reaches the page as text, never as
+markup. Progress is read from the log by _train_log.py (the collection's module_utils/_train_log.py, installed
+beside this file).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import stat
+import subprocess
+import sys
+import threading
+import time
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import unquote, urlsplit
+
+from _train_log import TrainLog  # pylint: disable=import-error
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+STATIC = {
+    '/': ('index.html', 'text/html; charset=utf-8'),
+    '/static/monitor.js': ('monitor.js', 'text/javascript; charset=utf-8'),
+    '/static/monitor.css': ('monitor.css', 'text/css; charset=utf-8'),
+}
+SECURITY_HEADERS = {
+    'Content-Security-Policy': "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
+                               "img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+    'X-Content-Type-Options': 'nosniff',
+    'Referrer-Policy': 'no-referrer',
+    'X-Frame-Options': 'DENY',
+    'Cache-Control': 'no-store',
+}
+LOOPBACK_NAMES = ('localhost', '127.0.0.1', '[::1]', '::1')
+UNIT_PROPERTIES = ('LoadState', 'ActiveState', 'SubState', 'Result', 'ExecMainStatus', 'ExecMainCode',
+                   'ExecMainStartTimestamp', 'ExecMainExitTimestamp')
+# A log bigger than this at start is read from its last part only.
+FIRST_READ_BYTES = 8 * 1024 * 1024
+CHUNK_BYTES = 1024 * 1024
+
+
+def unit_state(props):
+    """The run's state from `systemctl show` properties: running, succeeded, failed, stopped, stopping, not started
+    or unknown (no such unit)."""
+    load, active = props.get('LoadState'), props.get('ActiveState')
+    if load in (None, '', 'not-found'):
+        return 'unknown'
+    if active in ('active', 'activating', 'reloading'):
+        return 'running'
+    if active == 'deactivating':
+        return 'stopping'
+    if active == 'failed':
+        return 'failed'
+    if not props.get('ExecMainStartTimestamp'):
+        return 'not started'
+    if props.get('Result', 'success') != 'success':
+        return 'failed'
+    if props.get('ExecMainStatus', '0') == '0':
+        return 'succeeded'
+    # Killed by SIGTERM (systemctl stop) counts as success for systemd: the run was stopped, not finished.
+    return 'stopped'
+
+
+def parse_show(text):
+    props = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition('=')
+        if sep:
+            props[key] = value
+    return props
+
+
+class Monitor:
+    """The run's status, read incrementally from its log and from systemd, shared by all requests."""
+
+    def __init__(self, run_dir, unit, name, log_name='train.log', tail=40, systemctl='systemctl', unit_ttl=1.0):
+        self.run_dir = os.path.realpath(run_dir)
+        self.unit = unit
+        self.name = name
+        self.log_name = log_name
+        self.tail = tail
+        self.systemctl = systemctl
+        self.unit_ttl = unit_ttl
+        self._lock = threading.Lock()
+        self._log = TrainLog()
+        self._offset = 0
+        self._inode = None
+        self._log_bytes = 0
+        self._log_mtime = None
+        self._unit_props = {}
+        self._unit_read = 0.0
+
+    def _read_log(self):
+        path = os.path.join(self.run_dir, self.log_name)
+        try:
+            info = os.stat(path)
+        except OSError:
+            return
+        if info.st_ino != self._inode or info.st_size < self._offset:
+            # A new or truncated log: start again.
+            self._log, self._inode = TrainLog(), info.st_ino
+            self._offset = max(0, info.st_size - FIRST_READ_BYTES)
+        self._log_bytes, self._log_mtime = info.st_size, info.st_mtime
+        if info.st_size == self._offset:
+            return
+        with open(path, 'rb') as handle:
+            handle.seek(self._offset)
+            skip_partial = self._offset > 0 and self._log.line_count == 0 and not self._log.lines
+            while True:
+                chunk = handle.read(CHUNK_BYTES)
+                if not chunk:
+                    break
+                if skip_partial:
+                    # Started mid-file: drop the cut line.
+                    cut = max(chunk.find(b'\n'), chunk.find(b'\r'))
+                    chunk = chunk[cut + 1:] if cut >= 0 else b''
+                    skip_partial = False
+                self._log.feed(chunk)
+            self._offset = handle.tell()
+
+    def _read_unit(self):
+        now = time.monotonic()
+        if self._unit_props and now - self._unit_read < self.unit_ttl:
+            return
+        try:
+            result = subprocess.run(
+                [self.systemctl, 'show', '--property=' + ','.join(UNIT_PROPERTIES), '--', self.unit],
+                capture_output=True, text=True, timeout=10, check=False, env=dict(os.environ, LC_ALL='C'))
+            self._unit_props = parse_show(result.stdout) if result.returncode == 0 else {}
+        except (OSError, subprocess.SubprocessError):
+            self._unit_props = {}
+        self._unit_read = now
+
+    def status(self):
+        with self._lock:
+            self._read_log()
+            self._read_unit()
+            status = self._log.status(tail=self.tail)
+            props = dict(self._unit_props)
+            status.update({
+                'run': self.name,
+                'unit': self.unit,
+                'state': unit_state(props),
+                'unit_state': {
+                    'load_state': props.get('LoadState') or None,
+                    'active_state': props.get('ActiveState') or None,
+                    'sub_state': props.get('SubState') or None,
+                    'result': props.get('Result') or None,
+                    'exit_status': int(props['ExecMainStatus']) if props.get('ExecMainStatus', '').isdigit() else None,
+                    'started': props.get('ExecMainStartTimestamp') or None,
+                    'exited': props.get('ExecMainExitTimestamp') or None,
+                },
+                'log_file': self.log_name,
+                'log_bytes': self._log_bytes,
+                'log_updated': self._log_mtime,
+                'now': time.time(),
+            })
+            return status
+
+    def files(self):
+        """The run folder's top-level regular files (no dot files, no symlinks), name -> size."""
+        entries = {}
+        try:
+            with os.scandir(self.run_dir) as scan:
+                for entry in scan:
+                    if not entry.name.startswith('.') and entry.is_file(follow_symlinks=False):
+                        entries[entry.name] = entry.stat(follow_symlinks=False).st_size
+        except OSError:
+            pass
+        return dict(sorted(entries.items()))
+
+    def open_file(self, name):
+        """An open binary file of the run folder, or None: one top-level regular file, by exact name."""
+        if not name or name.startswith('.') or any(char in name for char in '/\\\x00') or name not in self.files():
+            return None
+        try:
+            descriptor = os.open(os.path.join(self.run_dir, name), os.O_RDONLY | getattr(os, 'O_NOFOLLOW', 0))
+        except OSError:
+            return None
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            os.close(descriptor)
+            return None
+        return os.fdopen(descriptor, 'rb')
+
+
+def make_handler(monitor, interval=0.5, keepalive=15.0, stream_seconds=600.0, allowed_hosts=()):
+    hosts = set(LOOPBACK_NAMES) | set(allowed_hosts)
+
+    class Handler(BaseHTTPRequestHandler):
+        server_version = 'specdec-train-monitor'
+        sys_version = ''
+        protocol_version = 'HTTP/1.1'
+
+        def version_string(self):
+            return self.server_version
+
+        def log_message(self, format, *args):  # pylint: disable=redefined-builtin
+            sys.stderr.write('%s %s\n' % (self.address_string(), format % args))
+
+        def _host_allowed(self):
+            host = (self.headers.get('Host') or '').strip().lower()
+            name = host.rsplit(':', 1)[0] if not host.endswith(']') else host
+            return name in hosts
+
+        def _send(self, code, body, content_type, extra=None):
+            self.send_response(code)
+            for key, value in dict(SECURITY_HEADERS, **(extra or {})).items():
+                self.send_header(key, value)
+            self.send_header('Content-Type', content_type)
+            self.send_header('Content-Length', str(len(body)))
+            self.end_headers()
+            if self.command != 'HEAD':
+                self.wfile.write(body)
+
+        def _json(self, value, code=200):
+            self._send(code, json.dumps(value, sort_keys=True).encode('ascii'), 'application/json')
+
+        def _error(self, code, message):
+            self._send(code, (message + '\n').encode('utf-8'), 'text/plain; charset=utf-8',
+                       {'Allow': 'GET, HEAD'} if code == HTTPStatus.METHOD_NOT_ALLOWED else None)
+
+        def do_GET(self):  # pylint: disable=invalid-name
+            if not self._host_allowed():
+                self._error(HTTPStatus.FORBIDDEN, 'forbidden: unexpected Host header')
+                return
+            path = urlsplit(self.path).path
+            if path in STATIC:
+                name, content_type = STATIC[path]
+                with open(os.path.join(HERE, name), 'rb') as handle:
+                    self._send(200, handle.read(), content_type)
+            elif path == '/api/status':
+                self._json(monitor.status())
+            elif path == '/api/events':
+                self._events()
+            elif path == '/files/':
+                self._json({'run': monitor.name, 'files': monitor.files()})
+            elif path.startswith('/files/'):
+                self._file(unquote(path[len('/files/'):]))
+            else:
+                self._error(HTTPStatus.NOT_FOUND, 'not found')
+
+        do_HEAD = do_GET
+
+        def _refuse(self):
+            self._error(HTTPStatus.METHOD_NOT_ALLOWED, 'read-only: only GET')
+
+        do_POST = do_PUT = do_DELETE = do_PATCH = do_OPTIONS = _refuse
+
+        def _file(self, name):
+            handle = monitor.open_file(name)
+            if handle is None:
+                self._error(HTTPStatus.NOT_FOUND, 'not found')
+                return
+            with handle:
+                size = os.fstat(handle.fileno()).st_size
+                self.send_response(200)
+                for key, value in SECURITY_HEADERS.items():
+                    self.send_header(key, value)
+                self.send_header('Content-Type', 'text/plain; charset=utf-8')
+                self.send_header('Content-Disposition', 'inline')
+                self.send_header('Content-Length', str(size))
+                self.end_headers()
+                remaining = size
+                while remaining > 0 and self.command != 'HEAD':
+                    chunk = handle.read(min(CHUNK_BYTES, remaining))
+                    if not chunk:
+                        break
+                    self.wfile.write(chunk)
+                    remaining -= len(chunk)
+
+        def _events(self):
+            self.send_response(200)
+            for key, value in SECURITY_HEADERS.items():
+                self.send_header(key, value)
+            self.send_header('Content-Type', 'text/event-stream; charset=utf-8')
+            self.send_header('Connection', 'close')
+            self.end_headers()
+            self.close_connection = True
+            if self.command == 'HEAD':
+                return
+            last, last_write, started = None, 0.0, time.monotonic()
+            try:
+                self.wfile.write(b'retry: 2000\n\n')
+                while time.monotonic() - started < stream_seconds:
+                    status = monitor.status()
+                    status.pop('now')
+                    payload = json.dumps(status, sort_keys=True)
+                    now = time.monotonic()
+                    if payload != last:
+                        self.wfile.write(('data: %s\n\n' % payload).encode('ascii'))
+                        last, last_write = payload, now
+                    elif now - last_write > keepalive:
+                        self.wfile.write(b': keep-alive\n\n')
+                        last_write = now
+                    self.wfile.flush()
+                    time.sleep(interval)
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+
+    return Handler
+
+
+class MonitorServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, address, handler):
+        if ':' in address[0]:
+            self.address_family = socket.AF_INET6
+        super().__init__(address, handler)
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description='Read-only live monitoring page of one training run.')
+    parser.add_argument('--run-dir', required=True, help='the run folder (holds the log)')
+    parser.add_argument('--unit', required=True, help="the run's systemd unit")
+    parser.add_argument('--name', help='the run name shown (default: the run folder name)')
+    parser.add_argument('--log', default='train.log', help='the log file, in the run folder')
+    parser.add_argument('--bind', default='127.0.0.1', help='address to listen on')
+    parser.add_argument('--port', type=int, default=8080)
+    parser.add_argument('--tail', type=int, default=40, help='log lines shown')
+    parser.add_argument('--interval', type=float, default=0.5, help='seconds between checks for a live page')
+    parser.add_argument('--allowed-host', action='append', default=[], help='a Host name accepted besides loopback')
+    parser.add_argument('--systemctl', default='systemctl')
+    return parser.parse_args(argv)
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    monitor = Monitor(args.run_dir, args.unit, args.name or os.path.basename(os.path.realpath(args.run_dir)),
+                      log_name=args.log, tail=args.tail, systemctl=args.systemctl)
+    server = MonitorServer((args.bind, args.port), make_handler(
+        monitor, interval=args.interval, allowed_hosts=[host.lower() for host in args.allowed_host]))
+    sys.stderr.write('serving run %s (%s) on http://%s:%d/\n' % (monitor.name, args.unit, args.bind,
+                                                                 server.server_address[1]))
+    sys.stderr.flush()
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,271 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, specdec.bench developers
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The training monitor's service, installed as the role installs it and run for real on a free loopback port.
+
+systemctl is a stand-in script that prints what a test writes; everything else (HTTP, the log file growing, the
+server-sent events) is real.
+"""
+
+from __future__ import annotations
+
+import http.client
+import importlib
+import json
+import os
+import re
+import shutil
+import socket
+import stat
+import subprocess
+import sys
+import time
+
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+FILES = os.path.join(REPO, 'roles', 'train_monitor', 'files')
+PARSER = os.path.join(REPO, 'plugins', 'module_utils', '_train_log.py')
+DEADLINE = 15
+
+
+def free_port():
+    with socket.socket() as probe:
+        probe.bind(('127.0.0.1', 0))
+        return probe.getsockname()[1]
+
+
+class Service:
+    def __init__(self, root):
+        self.install = os.path.join(root, 'install')
+        self.run_dir = os.path.join(root, 'runs', 'dflash-test')
+        self.log = os.path.join(self.run_dir, 'train.log')
+        self.unit_file = os.path.join(root, 'unit-state')
+        os.makedirs(self.run_dir)
+        # As the role installs it: the service's files, and the collection's parser beside them.
+        shutil.copytree(FILES, self.install)
+        shutil.copy(PARSER, os.path.join(self.install, '_train_log.py'))
+        self.systemctl = os.path.join(root, 'systemctl')
+        with open(self.systemctl, 'w', encoding='utf-8') as handle:
+            handle.write('#!/bin/sh\ncat %s\n' % self.unit_file)
+        os.chmod(self.systemctl, 0o755)
+        self.set_unit(ActiveState='active', SubState='running', Result='success', ExecMainStatus='0',
+                      ExecMainStartTimestamp='Wed 2026-12-02 10:00:00 UTC')
+        with open(os.path.join(self.run_dir, 'run.json'), 'w', encoding='utf-8') as handle:
+            json.dump({'name': 'dflash-test'}, handle)
+        self.port = free_port()
+        self.process = None
+
+    def set_unit(self, **props):
+        with open(self.unit_file, 'w', encoding='utf-8') as handle:
+            handle.write('LoadState=loaded\n' + ''.join('%s=%s\n' % item for item in props.items()))
+
+    def write(self, text, mode='a'):
+        with open(self.log, mode + 'b') as handle:
+            handle.write(text.encode('utf-8') if isinstance(text, str) else text)
+
+    def start(self):
+        self.process = subprocess.Popen(
+            [sys.executable, os.path.join(self.install, 'specdec_train_monitor.py'), '--run-dir', self.run_dir,
+             '--unit', 'specdec-train-dflash-test.service', '--port', str(self.port), '--interval', '0.1',
+             '--systemctl', self.systemctl, '--allowed-host', 'monitor.example'],
+            stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + DEADLINE
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(('127.0.0.1', self.port), timeout=1).close()
+                return
+            except OSError:
+                assert self.process.poll() is None, self.process.stderr.read()
+                time.sleep(0.05)
+        raise AssertionError('the monitor did not listen within %d s' % DEADLINE)
+
+    def stop(self):
+        if self.process:
+            self.process.terminate()
+            self.process.wait(timeout=10)
+            self.process.stderr.close()
+
+    def request(self, path, method='GET', host=None):
+        """(status, headers, body) of one request with the path sent exactly as given."""
+        conn = http.client.HTTPConnection('127.0.0.1', self.port, timeout=10)
+        conn.putrequest(method, path, skip_host=True)
+        conn.putheader('Host', host or '127.0.0.1:%d' % self.port)
+        conn.endheaders()
+        response = conn.getresponse()
+        body = response.read()
+        conn.close()
+        return response.status, dict(response.getheaders()), body
+
+    def status(self):
+        code, _headers, body = self.request('/api/status')
+        assert code == 200
+        return json.loads(body)
+
+
+@pytest.fixture(name='service')
+def monitor_service(tmp_path):
+    service = Service(str(tmp_path))
+    service.write('Loading\n{"step": 10, "total_steps": 100, "loss": 3.5, "time": 100}\n'
+                  '{"step": 20, "total_steps": 100, "loss": 3.1, "time": 110}\n')
+    service.start()
+    yield service
+    service.stop()
+
+
+def wait_until(condition, message):
+    deadline = time.monotonic() + DEADLINE
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError(message)
+
+
+def test_status(service):
+    status = service.status()
+    assert status['run'] == 'dflash-test' and status['unit'] == 'specdec-train-dflash-test.service'
+    assert status['state'] == 'running' and status['unit_state']['active_state'] == 'active'
+    assert status['progress']['step'] == 20 and status['progress']['percent'] == 20.0
+    assert status['progress']['rate'] == pytest.approx(1.0) and status['progress']['eta_seconds'] == pytest.approx(80)
+    assert status['loss'] == 3.1 and status['lines'][0] == 'Loading' and status['log_file'] == 'train.log'
+
+
+def test_status_follows_the_log_and_the_unit(service):
+    service.write('\r 30%|###  | 30/100 [00:30<01:10, 1.00it/s, loss=2.9]')
+    wait_until(lambda: service.status()['progress']['step'] == 30, 'the unfinished bar is not read')
+    service.write('\r 40%|#### | 40/100 [00:40<01:00, 1.00it/s, loss=2.8]\r\nTraceback (most recent call last):\n'
+                  'torch.OutOfMemoryError: CUDA out of memory\n')
+    service.set_unit(ActiveState='failed', SubState='failed', Result='exit-code', ExecMainStatus='1',
+                     ExecMainStartTimestamp='Wed 2026-12-02 10:00:00 UTC')
+    status = wait_until(lambda: (lambda s: s if s['state'] == 'failed' else None)(service.status()), 'no failed state')
+    assert status['progress']['step'] == 40 and status['loss'] == 2.8
+    assert status['last_error'] == 'torch.OutOfMemoryError: CUDA out of memory'
+    assert status['unit_state']['exit_status'] == 1
+
+
+def test_a_truncated_log_is_read_again(service):
+    service.status()
+    service.write('{"step": 3, "total_steps": 50}\n', mode='w')
+    status = wait_until(lambda: (lambda s: s if s['progress']['total'] == 50 else None)(service.status()), 'not reread')
+    assert status['lines'] == ['{"step": 3, "total_steps": 50}']
+
+
+def read_event(stream):
+    """The next `data:` event of a server-sent event stream, as JSON."""
+    while True:
+        line = stream.readline()
+        assert line, 'the event stream ended'
+        if line.startswith(b'data: '):
+            return json.loads(line[len(b'data: '):])
+
+
+def test_events_push_each_change(service):
+    conn = http.client.HTTPConnection('127.0.0.1', service.port, timeout=DEADLINE)
+    conn.request('GET', '/api/events')
+    response = conn.getresponse()
+    assert response.status == 200 and response.getheader('Content-Type').startswith('text/event-stream')
+    assert read_event(response)['progress']['step'] == 20
+    service.write('{"step": 21, "total_steps": 100, "loss": 3.0, "time": 111}\n<b>new line</b>\n')
+    event = read_event(response)
+    while event['progress']['step'] != 21:
+        event = read_event(response)
+    assert event['lines'][-1] == '<b>new line</b>'
+    conn.close()
+
+
+@pytest.mark.parametrize('path', [
+    '/files/../../../../etc/passwd',
+    '/files/..%2f..%2f..%2f..%2fetc%2fpasswd',
+    '/files/%2e%2e%2f%2e%2e%2fetc%2fpasswd',
+    '/files/%2fetc%2fpasswd',
+    '/files//etc/passwd',
+    '/files/..',
+    '/files/.hidden',
+    '/files/secret-link',
+    '/files/checkpoints',
+    '/files/train.log%00.png',
+    '/../../etc/passwd',
+    '/static/../specdec_train_monitor.py',
+    '/static/../../../etc/passwd',
+    '/_train_log.py',
+    '/specdec_train_monitor.py',
+])
+def test_nothing_outside_the_run_is_served(service, path):
+    os.symlink('/etc/passwd', os.path.join(service.run_dir, 'secret-link'))
+    os.mkdir(os.path.join(service.run_dir, 'checkpoints'))
+    with open(os.path.join(service.run_dir, '.hidden'), 'w', encoding='utf-8') as handle:
+        handle.write('hidden')
+    code, _headers, body = service.request(path)
+    assert code == 404 and b'root:' not in body and b'hidden' not in body and b'import' not in body
+
+
+def test_the_runs_own_files_are_served_as_text(service):
+    os.symlink('/etc/passwd', os.path.join(service.run_dir, 'secret-link'))
+    code, headers, body = service.request('/files/train.log')
+    assert code == 200 and body.startswith(b'Loading\n')
+    assert headers['Content-Type'] == 'text/plain; charset=utf-8' and headers['X-Content-Type-Options'] == 'nosniff'
+    code, _headers, body = service.request('/files/')
+    assert json.loads(body)['files'] == {'run.json': os.path.getsize(os.path.join(service.run_dir, 'run.json')),
+                                         'train.log': os.path.getsize(service.log)}
+
+
+@pytest.mark.parametrize('method', ['POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS'])
+def test_read_only(service, method):
+    code, headers, _body = service.request('/api/status', method=method)
+    assert code == 405 and headers['Allow'] == 'GET, HEAD'
+
+
+@pytest.mark.parametrize(('host', 'expected'), [
+    ('evil.example:8080', 403), ('attacker.example', 403), ('127.0.0.2:8080', 403),
+    # an SSH tunnel may use another local port; the name is what counts
+    ('localhost:9000', 200), ('127.0.0.1', 200), ('[::1]:8080', 200), ('monitor.example:8080', 200),
+])
+def test_host_header(service, host, expected):
+    assert service.request('/api/status', host=host)[0] == expected
+
+
+def test_page_is_self_contained_and_locked_down(service):
+    code, headers, page = service.request('/')
+    assert code == 200 and headers['Content-Type'] == 'text/html; charset=utf-8'
+    policy = headers['Content-Security-Policy']
+    assert "default-src 'none'" in policy and "script-src 'self'" in policy and 'unsafe-inline' not in policy
+    for path in ('/static/monitor.js', '/static/monitor.css'):
+        code, _headers, body = service.request(path)
+        assert code == 200
+        page += body
+    # no CDN, no external font or script: the page works with no internet
+    assert not re.search(rb'(https?:)?//[a-z0-9.-]+\.[a-z]{2,}', page, re.I)
+    script = service.request('/static/monitor.js')[2]
+    assert b'innerHTML' not in script and b'insertAdjacentHTML' not in script and b'document.write' not in script
+
+
+def test_unit_states():
+    sys.path.insert(0, FILES)
+    sys.path.insert(0, os.path.dirname(PARSER))
+    try:
+        monitor = importlib.import_module('specdec_train_monitor')
+    finally:
+        sys.path.remove(FILES)
+        sys.path.remove(os.path.dirname(PARSER))
+    started = {'LoadState': 'loaded', 'ExecMainStartTimestamp': 'Wed 2026-12-02 10:00:00 UTC'}
+    cases = [
+        ({'LoadState': 'not-found', 'ActiveState': 'inactive'}, 'unknown'),
+        ({'LoadState': 'loaded', 'ActiveState': 'inactive', 'ExecMainStartTimestamp': ''}, 'not started'),
+        (dict(started, ActiveState='activating'), 'running'),
+        (dict(started, ActiveState='deactivating'), 'stopping'),
+        (dict(started, ActiveState='failed', Result='exit-code'), 'failed'),
+        (dict(started, ActiveState='inactive', Result='success', ExecMainStatus='0'), 'succeeded'),
+        (dict(started, ActiveState='inactive', Result='success', ExecMainStatus='15'), 'stopped'),
+        (dict(started, ActiveState='inactive', Result='timeout', ExecMainStatus='0'), 'failed'),
+    ]
+    for props, state in cases:
+        assert monitor.unit_state(props) == state, props
+    assert monitor.parse_show('A=1\nB=x=y\nnoise\n') == {'A': '1', 'B': 'x=y'}
+
+
+def test_the_service_files_are_not_executable_scripts():
+    # The unit runs them with the Python it names; nothing in the install folder is executed by itself.
+    for name in os.listdir(FILES):
+        assert not os.stat(os.path.join(FILES, name)).st_mode & stat.S_IXUSR, name
