@@ -59,10 +59,10 @@ sim-down: venv
 	$(BIN)/ansible-playbook -i $(SIM_INVENTORY) tests/sim/down.yml
 
 demo: sim-up
-	$(BIN)/ansible-playbook -i $(SIM_INVENTORY) playbooks/probe.yml
-	$(BIN)/ansible-playbook -i $(SIM_INVENTORY) playbooks/plan.yml -e @campaigns/ct200.yml --check
-	$(BIN)/ansible-playbook -i $(SIM_INVENTORY) playbooks/plan.yml -e @campaigns/a100box.yml --check
-	@echo; echo "Probe summaries: $(CURDIR)/results/probe/*.json"
+	$(BIN)/ansible-playbook -i $(SIM_INVENTORY) playbooks/site.yml -e @campaigns/sim.yml
+	@echo
+	@echo "Report:  $(CURDIR)/reports/qwen36-sim/report.md (with results.csv, results.json, report.tex and the plots)"
+	@echo "Results: $(CURDIR)/results/<host>/qwen36-sim/ (collected); on the hosts in /root/bench_results/qwen36-sim/"
 	@echo "The simulated hosts keep running: podman exec specdec-demo-ct200 nvidia-smi; make sim-down removes them."
 
 ## --- tests ----------------------------------------------------------------------------------

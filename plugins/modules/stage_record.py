@@ -12,7 +12,7 @@ short_description: End a benchmark stage on its host in one round trip, keeping 
 version_added: 0.1.0
 description:
   - The last step of a stage (the C(specdec.bench.bench_stage) role). In this order, so each piece sees the server as it
-    was: reads the server's C(/server_info) (the acceptance length after the runs) while it still runs, snapshots the
+    was. It reads the server's C(/server_info) (the acceptance length after the runs) while it still runs, snapshots the
     GPU facts (which GPUs and how much memory the server held), reads the unit's state, stops the unit and waits for
     it to be stopped, copies the unit file as it ran, keeps the unit's last journal lines, then writes the status.
   - For a failed stage the unit's state and the journal lines also go into the status as evidence.

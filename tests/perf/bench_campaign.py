@@ -20,10 +20,8 @@ import json
 import os
 import pathlib
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 
 HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -151,7 +149,7 @@ def main():
                 rows += per_stage(clock, container, plan)
                 print(f"campaign run {run + 1}: {elapsed:.1f} s", file=sys.stderr)
             reruns, probes = [], []
-            for _ in range(args.reruns):
+            for dummy in range(args.reruns):
                 reruns.append(run_clocked(campaign, env, tmp / "clock.jsonl")[0])
                 probes.append(run_clocked(probe, env, tmp / "clock.jsonl")[0])
         finally:

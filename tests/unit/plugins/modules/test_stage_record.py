@@ -94,9 +94,8 @@ def test_a_failed_stage_gets_the_unit_state_and_journal_as_evidence(run_module, 
     result = run_module(stage_record, args(stage, status, gpu_snapshot=False))
     evidence = json.loads(read(stage, 'status.json'))['evidence']
     assert result['exit_code'] == 0
-    assert evidence == {'task': 'Wait', 'unit_state': {'ActiveState': 'failed', 'SubState': 'failed', 'Result': 'exit-code',
-                                                        'ExecMainStatus': '1'},
-                        'journal': ['Traceback', 'CUDA out of memory']}
+    state = {'ActiveState': 'failed', 'SubState': 'failed', 'Result': 'exit-code', 'ExecMainStatus': '1'}
+    assert evidence == {'task': 'Wait', 'unit_state': state, 'journal': ['Traceback', 'CUDA out of memory']}
     assert not (stage / 'stage' / 'gpus.json').exists() and not (stage / 'stage' / 'server_info.json').exists()
 
 
