@@ -18,6 +18,7 @@ Definitions (as in the DFlash and DDTree papers):
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import json
 import math
@@ -692,31 +693,22 @@ def _log2_axis(axis, values, label):
     axis.set_xlabel(label)
 
 
-def write_plots(report, output_dir, write):
-    """The PNG plots per host; {(host, 'speedup'|'accept_length'|'throughput'): file name}, or raises ImportError.
+# Bump when the drawing below changes, so figures kept from an earlier run are drawn again.
+PLOT_STYLE = 1
+PLOT_CACHE = '.plots.json'
 
-    write(name, data) stores one file. Each figure has one panel per TP. Against the budget, each concurrency is one
-    line (of the top-k with the highest peak when several were swept); other speculative methods are dashed lines
-    of the same colour. Against concurrency, each method's best setting is one line when there are many settings.
+
+def plot_figures(report):
+    """Every figure of the report as plain data: [(file name, (host, kind), spec)]; _draw turns a spec into a PNG.
+
+    Against the budget (speedup, acceptance length), each concurrency is one line of one top-k (the one with the highest
+    peak when several were swept, named in the panel's title); other speculative methods are dashed lines of the same
+    colour. Against concurrency, every setting is a line, or each method's best one when there are more than
+    MAX_THROUGHPUT_LINES. One panel per TP.
     """
-    from matplotlib.backends.backend_agg import FigureCanvasAgg  # pylint: disable=import-outside-toplevel
-    from matplotlib.figure import Figure  # pylint: disable=import-outside-toplevel
-    from matplotlib.ticker import MaxNLocator  # pylint: disable=import-outside-toplevel
-
-    made = {}
     baseline_label = METHOD_NAMES.get(report['baseline_method'], report['baseline_method'])
     methods = dict((row['setting'], row['method']) for row in report['rows'])
-
-    def new_figure(panels):
-        width = PANEL_INCHES[0] * panels + 0.6 + LEGEND_INCHES
-        figure = Figure(figsize=(width, PANEL_INCHES[1]))
-        FigureCanvasAgg(figure)
-        axes = [figure.add_subplot(1, panels, number + 1) for number in range(panels)]
-        for axis in axes:
-            axis.yaxis.set_major_locator(MaxNLocator(5))
-        figure.subplots_adjust(right=1.0 - LEGEND_INCHES / width, **dict(FIGURE_MARGINS, left=0.55 / width))
-        return figure, axes
-
+    figures = []
     for host in report['hosts']:
         name = host['host']
         series = plot_series(report['rows'], name, report['baseline_method'])
@@ -725,61 +717,115 @@ def write_plots(report, output_dir, write):
         for metric, index, label in (('speedup', 1, 'speedup over %s' % baseline_label), ('accept_length', 2, 'acceptance length τ')):
             if not budget_tps:
                 break
-            figure, axes = new_figure(len(budget_tps))
-            for axis, tp in zip(axes, budget_tps):
+            panels = []
+            for tp in budget_tps:
                 per_key = series['budget'][tp]
-                budgets = sorted(set(point[0] for points in per_key.values() for point in points))
-                concurrencies = sorted(set(key[1] for key in per_key))
                 topks = sorted(set(key[0] for key in per_key), key=lambda k: k or 0)
                 topk = _best_topk(per_key, index)
-                reference_labelled = False
-                for number, concurrency in enumerate(concurrencies):
-                    color = 'C%d' % (number % 10)
-                    drawn = [point for point in per_key.get((topk, concurrency), []) if point[index] is not None]
-                    if drawn:
-                        axis.plot([math.log2(p[0]) for p in drawn], [p[index] for p in drawn], marker='o', color=color,
-                                  label='concurrency %s' % concurrency)
-                    for (setting, ref_concurrency), values in sorted(series['reference'].get(tp, {}).items()):
-                        if ref_concurrency == concurrency and values[index - 1] is not None:
-                            axis.axhline(values[index - 1], linestyle='--', linewidth=0.9, color=color,
-                                         label=None if reference_labelled else '%s (dashed)' % setting)
-                            reference_labelled = True
-                if metric == 'speedup':
-                    axis.axhline(1.0, linestyle=':', linewidth=0.8, color='black')
-                if not any(line.get_marker() == 'o' for line in axis.lines):
-                    why = 'no %s baseline measured' % baseline_label if metric == 'speedup' else 'none reported'
-                    axis.text(0.5, 0.5, 'no %s at TP%s\n(%s)' % (label, tp, why),
-                              transform=axis.transAxes, ha='center', va='center', fontsize=9, color='grey')
-                _log2_axis(axis, budgets, 'DDTree budget B (tree nodes)')
-                axis.set_ylabel(label)
+                lines = []
+                for concurrency in sorted(set(key[1] for key in per_key)):
+                    points = [(p[0], p[index]) for p in per_key.get((topk, concurrency), []) if p[index] is not None]
+                    references = [(setting, values[index - 1]) for (setting, ref_c), values in sorted(series['reference'].get(tp, {}).items())
+                                  if ref_c == concurrency and values[index - 1] is not None]
+                    lines.append((concurrency, points, references))
                 title = '%s TP%s' % (name, tp)
                 if topk is not None:
                     title += ', top-k %s%s' % (topk, ' (best of %s)' % ', '.join(str(k) for k in topks) if len(topks) > 1 else '')
-                axis.set_title(title, fontsize=9, y=1.0)  # a fixed y skips matplotlib's title placement pass
-                axis.grid(True, alpha=0.3)
-            _figure_legend(figure, axes)
-            figure.suptitle('%s vs DDTree budget (campaign %s)' % (label[0].upper() + label[1:], report['campaign']), fontsize=10)
-            file_name = '%s_vs_budget-%s.png' % (metric, safe)
-            write(file_name, _png(figure))
-            made[(name, metric)] = file_name
+                budgets = sorted(set(point[0] for points in per_key.values() for point in points))
+                panels.append({'tp': tp, 'title': title, 'x': budgets, 'lines': lines})
+            figures.append(('%s_vs_budget-%s.png' % (metric, safe), (name, metric), {
+                'kind': 'budget', 'metric': metric, 'label': label, 'baseline': baseline_label, 'panels': panels,
+                'title': '%s vs DDTree budget (campaign %s)' % (label[0].upper() + label[1:], report['campaign'])}))
         if series['tps']:
-            figure, axes = new_figure(len(series['tps']))
-            for axis, tp in zip(axes, series['tps']):
+            panels = []
+            for tp in series['tps']:
                 per_setting = series['throughput'].get(tp, {})
-                for setting, legend in _throughput_lines(per_setting, methods):
-                    points = per_setting[setting]
-                    axis.plot([math.log2(p[0]) for p in points], [p[1] for p in points], marker='o', label=legend,
-                              linestyle='--' if setting == baseline_label else '-')
-                _log2_axis(axis, sorted(set(p[0] for points in per_setting.values() for p in points)), 'concurrency (requests in flight)')
-                axis.set_ylabel('output throughput (tok/s)')
-                axis.set_title('%s TP%s' % (name, tp), fontsize=10, y=1.0)  # a fixed y skips matplotlib's title placement pass
-                axis.grid(True, alpha=0.3)
-            _figure_legend(figure, axes)
-            figure.suptitle('Output throughput vs concurrency per method (campaign %s)' % report['campaign'], fontsize=10)
-            file_name = 'throughput_vs_concurrency-%s.png' % safe
-            write(file_name, _png(figure))
-            made[(name, 'throughput')] = file_name
-    return made
+                panels.append({'tp': tp, 'title': '%s TP%s' % (name, tp),
+                               'x': sorted(set(p[0] for points in per_setting.values() for p in points)),
+                               'lines': [(legend, per_setting[setting], setting == baseline_label)
+                                         for setting, legend in _throughput_lines(per_setting, methods)]})
+            figures.append(('throughput_vs_concurrency-%s.png' % safe, (name, 'throughput'), {
+                'kind': 'throughput', 'panels': panels,
+                'title': 'Output throughput vs concurrency per method (campaign %s)' % report['campaign']}))
+    return figures
+
+
+def _draw(spec):
+    """The PNG bytes of one figure spec (see plot_figures). Imports matplotlib: raises ImportError without it."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg  # pylint: disable=import-outside-toplevel
+    from matplotlib.figure import Figure  # pylint: disable=import-outside-toplevel
+    from matplotlib.ticker import MaxNLocator  # pylint: disable=import-outside-toplevel
+
+    count = len(spec['panels'])
+    width = PANEL_INCHES[0] * count + 0.6 + LEGEND_INCHES
+    figure = Figure(figsize=(width, PANEL_INCHES[1]))
+    FigureCanvasAgg(figure)
+    axes = [figure.add_subplot(1, count, number + 1) for number in range(count)]
+    figure.subplots_adjust(right=1.0 - LEGEND_INCHES / width, **dict(FIGURE_MARGINS, left=0.55 / width))
+    for axis, panel in zip(axes, spec['panels']):
+        axis.yaxis.set_major_locator(MaxNLocator(5))
+        if spec['kind'] == 'budget':
+            reference_labelled = False
+            for number, (concurrency, points, references) in enumerate(panel['lines']):
+                color = 'C%d' % (number % 10)
+                if points:
+                    axis.plot([math.log2(x) for x, _y in points], [y for _x, y in points], marker='o', color=color,
+                              label='concurrency %s' % concurrency)
+                for setting, value in references:
+                    axis.axhline(value, linestyle='--', linewidth=0.9, color=color,
+                                 label=None if reference_labelled else '%s (dashed)' % setting)
+                    reference_labelled = True
+            if spec['metric'] == 'speedup':
+                axis.axhline(1.0, linestyle=':', linewidth=0.8, color='black')
+            if not any(points for _c, points, _r in panel['lines']):
+                why = 'no %s baseline measured' % spec['baseline'] if spec['metric'] == 'speedup' else 'none reported'
+                axis.text(0.5, 0.5, 'no %s at TP%s\n(%s)' % (spec['label'], panel['tp'], why),
+                          transform=axis.transAxes, ha='center', va='center', fontsize=9, color='grey')
+            _log2_axis(axis, panel['x'], 'DDTree budget B (tree nodes)')
+            axis.set_ylabel(spec['label'])
+        else:
+            for legend, points, baseline in panel['lines']:
+                axis.plot([math.log2(x) for x, _y in points], [y for _x, y in points], marker='o', label=legend,
+                          linestyle='--' if baseline else '-')
+            _log2_axis(axis, panel['x'], 'concurrency (requests in flight)')
+            axis.set_ylabel('output throughput (tok/s)')
+        axis.set_title(panel['title'], fontsize=9, y=1.0)  # a fixed y skips matplotlib's title placement pass
+        axis.grid(True, alpha=0.3)
+    _figure_legend(figure, axes)
+    figure.suptitle(spec['title'], fontsize=10)
+    return _png(figure)
+
+
+def write_plots(report, output_dir, write, keep=None, cache=None):
+    """Draw the plots; {(host, 'speedup'|'accept_length'|'throughput'): file name} and the new cache.
+
+    write(name, data) stores a drawn file, keep(name) registers one left as it is. A figure whose input (and the drawing
+    code's PLOT_STYLE) is what cache says it was when its file, still unchanged, was drawn is not drawn again: the same
+    results give the same figure. Raises ImportError when a figure must be drawn and matplotlib is missing.
+    """
+    cache = cache or {}
+    made, new_cache = {}, {}
+    for file_name, key, spec in plot_figures(report):
+        digest = hashlib.sha256(repr((PLOT_STYLE, spec)).encode('utf-8')).hexdigest()
+        path = os.path.join(output_dir, file_name)
+        old = cache.get(file_name) or {}
+        if keep is not None and old.get('input') == digest and old.get('sha256') and _file_sha256(path) == old['sha256']:
+            keep(file_name)
+            new_cache[file_name] = old
+        else:
+            data = _draw(spec)
+            write(file_name, data)
+            new_cache[file_name] = {'input': digest, 'sha256': hashlib.sha256(data).hexdigest()}
+        made[key] = file_name
+    return made, new_cache
+
+
+def _file_sha256(path):
+    try:
+        with open(path, 'rb') as handle:
+            return hashlib.sha256(handle.read()).hexdigest()
+    except OSError:
+        return None
 
 
 def _figure_legend(figure, axes):
@@ -863,10 +909,19 @@ def generate(results_root, campaign, output_dir, layout, hosts=None, compare_to=
         if write_if_changed(path, data if isinstance(data, bytes) else data.encode('utf-8')):
             changed.append(name)
 
+    def keep(name):
+        files[name] = os.path.join(output_dir, name)
+
     plot_files, plots_skipped = {}, None
     if plots:
+        cache_path = os.path.join(output_dir, PLOT_CACHE)
         try:
-            plot_files = write_plots(report, output_dir, write)
+            cache = _read_json(cache_path) or {}
+        except ReportError:
+            cache = {}  # a broken cache only means every figure is drawn again
+        try:
+            plot_files, cache = write_plots(report, output_dir, write, keep, cache)
+            write_if_changed(cache_path, (json.dumps(cache, indent=1, sort_keys=True) + '\n').encode('utf-8'))
         except ImportError as exc:
             plots_skipped = 'matplotlib is not importable on the controller (%s); pip install matplotlib for the plots' % exc
     else:

@@ -303,3 +303,27 @@ def test_broken_json_names_the_file(tmp_path):
 
 def test_tex_escape():
     assert report_utils.tex_escape('a_b & 50% #1 {x}') == r'a\_b \& 50\% \#1 \{x\}'
+
+
+def test_figures_are_drawn_again_only_when_their_input_or_file_changed(tmp_path, monkeypatch):
+    root = tmp_path / 'results'
+    synth.make_campaign(root, 'ct200', 'c', synth.ct200_matrix(tps=(1,), budgets=(16, 64)), concurrency=(1, 4))
+    synth.make_campaign(root, 'a100box', 'c', synth.ct200_matrix(tps=(2,), budgets=(16, 64)), concurrency=(1, 4), seed=5)
+    out = tmp_path / 'out'
+    first = generate(str(root), 'c', str(out), synth.LAYOUT)
+    pngs = sorted(name for name in first['files'] if name.endswith('.png'))
+    assert len(pngs) == 6 and set(pngs) <= set(first['changed'])
+    drawn = []
+    real_draw = report_utils._draw  # pylint: disable=protected-access
+    monkeypatch.setattr(report_utils, '_draw', lambda spec: drawn.append(spec['title']) or real_draw(spec))
+    again = generate(str(root), 'c', str(out), synth.LAYOUT)
+    assert drawn == [] and again['changed'] == [] and sorted(n for n in again['files'] if n.endswith('.png')) == pngs
+    (out / 'throughput_vs_concurrency-ct200.png').unlink()
+    result = root / 'a100box' / 'c' / 'tp2-ddtree-b64-k4' / 'result-c4.json'
+    row = json.loads(result.read_text())
+    row['output_throughput'] *= 2
+    result.write_text(json.dumps(row))
+    third = generate(str(root), 'c', str(out), synth.LAYOUT)
+    assert sorted(name for name in third['changed'] if name.endswith('.png')) == [
+        'speedup_vs_budget-a100box.png', 'throughput_vs_concurrency-a100box.png', 'throughput_vs_concurrency-ct200.png']
+    assert len(drawn) == 3  # the acceptance length plot of a100box did not change: not drawn

@@ -1,0 +1,142 @@
+"""Time to write a campaign report from 1,000 collected stages x 4 concurrencies, against just reading the files.
+
+    .venv/bin/python tests/perf/bench_report.py [--runs 5] [--hosts 5] [--keep DIR]
+
+The results are synthetic but complete and laid out as bench_stage writes them (tests/unit/plugins/plugin_utils/
+synthetic_results.py: status, result, raw records, server_info, GPU snapshot per stage, campaign.json per host):
+5 hosts x TP 1/2/4/8 x (AR, DFlash, DDTree 12 budgets x 4 top-k) = 1,000 stages, concurrency 1/4/16/64.
+Each run is a fresh Python process, so imports (matplotlib included) are counted, and writes into a fresh folder.
+
+  read      json.load of every file the report reads (the floor: no report can do less)
+  report    specdec.bench report without plots (rows, speedups, CSV, JSON, Markdown, LaTeX)
+  plots     the same with the PNG plots (3 per host)
+  compare   the same with plots and a comparison against a second campaign of the same size
+  rerun     the report with plots again into the same folder (nothing changes, nothing is rewritten)
+
+Medians of --runs runs, wall and CPU time (the CPU time of the process is what a busy machine does not inflate);
+ratios against `read` measured in the same run. Target: under 3 s.
+"""
+import argparse
+import os
+import pathlib
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / 'tests' / 'unit'))
+sys.path.insert(0, str(REPO / 'tests' / 'unit' / 'plugins' / 'plugin_utils'))
+import conftest  # noqa: E402,F401  pylint: disable=unused-import,wrong-import-position  # makes the collection importable
+import synthetic_results as synth  # noqa: E402  pylint: disable=wrong-import-position
+
+TPS = (1, 2, 4, 8)
+BUDGETS = (4, 8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 512)
+TOPKS = (1, 2, 4, 8)
+CONCURRENCY = (1, 4, 16, 64)
+
+CHILD = r'''
+import json, os, sys, time
+start, cpu = time.perf_counter(), time.process_time()
+variant, root, out, tree = sys.argv[1:5]
+sys.path.insert(0, tree)
+if variant == 'read':
+    count = 0
+    for current, _dirs, names in os.walk(root):
+        for name in names:
+            if name.endswith('.json'):
+                with open(os.path.join(current, name), 'rb') as handle:
+                    json.loads(handle.read())
+                count += 1
+else:
+    import yaml
+    from ansible_collections.specdec.bench.plugins.plugin_utils.report import generate
+    with open(os.path.join(tree, 'ansible_collections/specdec/bench/roles/results_dir/defaults/main.yml')) as handle:
+        layout = yaml.safe_load(handle)['results_dir_layout']
+    made = generate(root, 'perf', out, layout, plots=variant != 'report',
+                    compare_to='perf-before' if variant == 'compare' else None)
+    count = len(made['report']['rows'])
+print('%.6f %.6f %d' % (time.perf_counter() - start, time.process_time() - cpu, count))
+'''
+
+
+def matrix():
+    stages = []
+    for tp in TPS:
+        stages.append((tp, 'autoregressive', {}))
+        stages.append((tp, 'dflash', {'num_draft_tokens': 16}))
+        for budget in BUDGETS:
+            for topk in TOPKS:
+                stages.append((tp, 'ddtree', {'budget': budget, 'topk': topk}))
+    return stages
+
+
+def run_child(variant, root, out, tree):
+    done = subprocess.run([sys.executable, '-c', CHILD, variant, str(root), str(out), tree],
+                          check=True, capture_output=True, text=True)
+    seconds, cpu, count = done.stdout.split()
+    return float(seconds), float(cpu), int(count)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument('--runs', type=int, default=5)
+    parser.add_argument('--hosts', type=int, default=5)
+    parser.add_argument('--keep', help='make the results here and keep them')
+    args = parser.parse_args()
+    work = pathlib.Path(args.keep or tempfile.mkdtemp(prefix='specdec-bench-report-'))
+    root = work / 'results'
+    tree = conftest._collection_tree()  # pylint: disable=protected-access
+    began = time.perf_counter()
+    for number in range(args.hosts):
+        host = 'host%02d' % number
+        for campaign, seed in (('perf', number), ('perf-before', 100 + number)):
+            if not (root / host / campaign).exists():
+                synth.make_campaign(root, host, campaign, matrix(), concurrency=CONCURRENCY, num_prompts=4, input_len=64,
+                                    output_len=8, seed=seed)
+    stages = args.hosts * len(matrix())
+    print('synthetic results: %d host(s), %d stages x %d concurrencies = %d rows, %d files, made in %.1f s' % (
+        args.hosts, stages, len(CONCURRENCY), stages * len(CONCURRENCY),
+        sum(len(files) for _d, _s, files in os.walk(root)), time.perf_counter() - began))
+    print('(each run is a fresh process; %s)' % ('files kept in %s' % work if args.keep else 'files removed afterwards'))
+    variants = ('read', 'report', 'plots', 'compare', 'rerun')
+    times = {variant: [] for variant in variants}
+    cpus = {variant: [] for variant in variants}
+    rows = {}
+    for run in range(args.runs):
+        for variant in variants:
+            out = work / 'reports' / ('rerun' if variant == 'rerun' else '%s-%d' % (variant, run))
+            if variant == 'rerun' and not out.exists():
+                run_child('plots', root, out, tree)  # the first report, not timed
+            seconds, cpu, count = run_child(variant, root, out, tree)
+            times[variant].append(seconds)
+            cpus[variant].append(cpu)
+            rows[variant] = count
+            if variant not in ('rerun',):
+                shutil.rmtree(out, ignore_errors=True)
+    floor = statistics.median(times['read'])
+    cpu_floor = statistics.median(cpus['read'])
+    print()
+    print('load average at the end: %s' % ' '.join('%.1f' % value for value in os.getloadavg()))
+    print()
+    print('| variant | median s | min s | max s | vs read | median CPU s | CPU vs read | rows |')
+    print('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |')
+    for variant in variants:
+        values = times[variant]
+        print('| %s | %.3f | %.3f | %.3f | %.1fx | %.3f | %.1fx | %s |' % (
+            variant, statistics.median(values), min(values), max(values), statistics.median(values) / floor,
+            statistics.median(cpus[variant]), statistics.median(cpus[variant]) / cpu_floor,
+            rows[variant] if variant != 'read' else '%d files' % rows[variant]))
+    print()
+    for variant in ('report', 'plots'):
+        target = statistics.median(times[variant])
+        print('target: %s for %d stages x %d concurrencies under 3 s: %s (median %.2f s wall, %.2f s CPU)' % (
+            variant, stages, len(CONCURRENCY), 'met' if target < 3.0 else 'NOT met', target, statistics.median(cpus[variant])))
+    if not args.keep:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == '__main__':
+    main()
