@@ -567,8 +567,8 @@ def test_zero_delay_streams_every_token_one_step_per_chunk(emulator):
     assert all(after["output_ids"][:-1] == before["output_ids"] for before, after in zip(chunks, chunks[1:]))
     whole = json.loads(emu.post("/generate", dict(body, stream=False))[1])
     assert chunks[-1]["output_ids"] == whole["output_ids"] and chunks[-1]["text"] == whole["text"]
-    completion = [json.loads(p) for p in raw_stream(emu, "/v1/completions", {"prompt": "zero delay", "max_tokens": 200,
-                                                                              "stream": True})[:-1]]
+    body = {"prompt": "zero delay", "max_tokens": 200, "stream": True}
+    completion = [json.loads(p) for p in raw_stream(emu, "/v1/completions", body)[:-1]]
     assert [len(c["choices"][0]["text"].split()) for c in completion] == [1] * 200
 
 
