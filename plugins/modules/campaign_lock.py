@@ -94,7 +94,7 @@ lock:
   sample: {campaign: qwen36-ct200, holder: {id: "ctl:4242:81233", controller: ctl, pid: 4242, user: root},
            boot_id: 0f4c..., acquired_at: 1764684000.5, heartbeat_at: 1764684000.5}
 previous:
-  description: The stale lock that was replaced, with O(stale_reason); null otherwise.
+  description: The stale lock that was replaced (RV(stale_reason) says why); null otherwise.
   returned: always
   type: dict
 stale_reason:
