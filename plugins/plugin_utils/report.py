@@ -407,7 +407,10 @@ def render_markdown(report, plots=None):
         'Each cell: output throughput (tok/s) · speedup over %s at the same host, TP and concurrency · '
         'acceptance length τ (tokens per verify step, as the server reports it). **Bold**: the best throughput '
         'at that concurrency. – : not measured; a speedup is left empty when its %s baseline was not measured.'
-        % (METHOD_NAMES.get(report['baseline_method'], report['baseline_method']), report['baseline_method']), '']
+        % (METHOD_NAMES.get(report['baseline_method'], report['baseline_method']), report['baseline_method']), '',
+        'Settings: AR is autoregressive decoding (the baseline, τ = 1 by definition); DFlash n=… drafts a block of n tokens '
+        'and verifies it linearly; DDTree B=… k=… verifies a tree of at most B draft tokens built from the top-k candidates '
+        'at each DFlash position. Stage ids (`tp4-ddtree-b64-k4`) name the stage folders of the collected results.', '']
     groups = _groups(report['rows'])
     if report['best']:
         lines += ['## Best setting per host, TP and concurrency', '',

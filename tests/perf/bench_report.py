@@ -4,7 +4,8 @@
 
 The results are synthetic but complete and laid out as bench_stage writes them (tests/unit/plugins/plugin_utils/
 synthetic_results.py: status, result, raw records, server_info, GPU snapshot per stage, campaign.json per host):
-5 hosts x TP 1/2/4/8 x (AR, DFlash, DDTree 12 budgets x 4 top-k) = 1,000 stages, concurrency 1/4/16/64.
+5 hosts x TP 1/2/4/8 x (AR, DFlash, DDTree 12 budgets x 4 top-k) = 1,000 stages, concurrency 1/4/16/64
+(--hosts 2: 31 budgets, 1,008 stages). The tables cost per stage; the plots per host and TP (one panel each).
 Each run is a fresh Python process, so imports (matplotlib included) are counted, and writes into a fresh folder.
 
   read      json.load of every file the report reads (the floor: no report can do less)
@@ -33,9 +34,11 @@ import conftest  # noqa: E402,F401  pylint: disable=unused-import,wrong-import-p
 import synthetic_results as synth  # noqa: E402  pylint: disable=wrong-import-position
 
 TPS = (1, 2, 4, 8)
-BUDGETS = (4, 8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 512)
 TOPKS = (1, 2, 4, 8)
 CONCURRENCY = (1, 4, 16, 64)
+STAGES = 1000
+# the budgets of the default 5 hosts (12 x 4 top-k + AR + DFlash = 50 stages per TP); fewer hosts sweep more budgets
+BUDGETS = (4, 8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 512)
 
 CHILD = r'''
 import json, os, sys, time
@@ -62,12 +65,18 @@ print('%.6f %.6f %d' % (time.perf_counter() - start, time.process_time() - cpu, 
 '''
 
 
-def matrix():
+def budgets_for(hosts):
+    """Budgets so that hosts x TPs x (AR, DFlash, budgets x top-k) is about STAGES."""
+    count = -(-(STAGES // hosts // len(TPS) - 2) // len(TOPKS))
+    return BUDGETS if count == len(BUDGETS) else tuple(8 * i for i in range(1, count + 1))
+
+
+def matrix(budgets=BUDGETS):
     stages = []
     for tp in TPS:
         stages.append((tp, 'autoregressive', {}))
         stages.append((tp, 'dflash', {'num_draft_tokens': 16}))
-        for budget in BUDGETS:
+        for budget in budgets:
             for topk in TOPKS:
                 stages.append((tp, 'ddtree', {'budget': budget, 'topk': topk}))
     return stages
@@ -90,13 +99,14 @@ def main():
     root = work / 'results'
     tree = conftest._collection_tree()  # pylint: disable=protected-access
     began = time.perf_counter()
+    budgets = budgets_for(args.hosts)
     for number in range(args.hosts):
         host = 'host%02d' % number
         for campaign, seed in (('perf', number), ('perf-before', 100 + number)):
             if not (root / host / campaign).exists():
-                synth.make_campaign(root, host, campaign, matrix(), concurrency=CONCURRENCY, num_prompts=4, input_len=64,
+                synth.make_campaign(root, host, campaign, matrix(budgets), concurrency=CONCURRENCY, num_prompts=4, input_len=64,
                                     output_len=8, seed=seed)
-    stages = args.hosts * len(matrix())
+    stages = args.hosts * len(matrix(budgets))
     print('synthetic results: %d host(s), %d stages x %d concurrencies = %d rows, %d files, made in %.1f s' % (
         args.hosts, stages, len(CONCURRENCY), stages * len(CONCURRENCY),
         sum(len(files) for _d, _s, files in os.walk(root)), time.perf_counter() - began))
