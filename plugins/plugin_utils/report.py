@@ -533,7 +533,10 @@ def render_latex(report):
             continue
         concurrency = group['concurrency']
         best = {c: _best_stage(group, c) for c in concurrency}
-        out += ['', r'\begin{table}[ht]', r'\centering', r'\small',
+        # Narrower with more concurrencies, so four of them still fit an article's text width (the table is a group:
+        # the size and column gap end with it).
+        size, gap = (r'\small', 6) if len(concurrency) <= 2 else (r'\footnotesize', 4) if len(concurrency) == 3 else (r'\scriptsize', 2)
+        out += ['', r'\begin{table}[ht]', r'\centering', size, r'\setlength{\tabcolsep}{%dpt}' % gap,
                 r'\begin{tabular}{l%s}' % ('rrr' * len(concurrency)), r'\toprule']
         out.append('Setting & ' + ' & '.join(r'\multicolumn{3}{c}{$c=%s$}' % c for c in concurrency) + r' \\')
         out.append(' '.join(r'\cmidrule(lr){%d-%d}' % (2 + 3 * i, 4 + 3 * i) for i in range(len(concurrency))))
@@ -546,7 +549,7 @@ def render_latex(report):
                 if row is None or row['status'] != MEASURED:
                     cells += ['--', '--', '--']
                     continue
-                values = [_tex_fmt(row['output_throughput'], 1), _tex_fmt(row['speedup'], 2), _tex_fmt(row['accept_length'], 2)]
+                values = [_tex_fmt(row['output_throughput'], 0), _tex_fmt(row['speedup'], 2), _tex_fmt(row['accept_length'], 2)]
                 if best[c] is row:
                     values = [r'\textbf{%s}' % value if value != '--' else value for value in values]
                 cells += values

@@ -203,16 +203,25 @@ TEX_ENGINES = ('pdflatex', 'lualatex', 'tectonic')
 
 
 def test_latex_compiles_when_a_tex_engine_is_present(campaign, tmp_path):
+    """report.tex compiles with booktabs alone and fits an article's text width, with 3 and with 4 concurrencies."""
     engine = next((name for name in TEX_ENGINES if shutil.which(name)), None)
     if engine is None:
         pytest.skip('no TeX engine on PATH (%s): compiling report.tex is skipped; its structure is checked above' % ', '.join(TEX_ENGINES))
-    shutil.copy(campaign['out'] / 'report.tex', tmp_path / 'report.tex')
-    (tmp_path / 'doc.tex').write_text('\\documentclass{article}\n\\usepackage{booktabs}\n\\usepackage[T1]{fontenc}\n'
-                                      '\\begin{document}\n\\input{report.tex}\n\\end{document}\n')
-    command = [engine, 'doc.tex'] if engine == 'tectonic' else [engine, '-interaction=nonstopmode', '-halt-on-error', 'doc.tex']
-    done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    assert (tmp_path / 'doc.pdf').stat().st_size > 1000
+    wide = tmp_path / 'wide'
+    synth.make_campaign(wide / 'results', 'ct200', 'wide', synth.ct200_matrix(tps=(8,), budgets=(128, 256)), concurrency=(1, 4, 16, 64))
+    generate(str(wide / 'results'), 'wide', str(wide / 'out'), synth.LAYOUT, plots=False)
+    for name, source in (('three', campaign['out'] / 'report.tex'), ('four', wide / 'out' / 'report.tex')):
+        folder = tmp_path / name
+        folder.mkdir()
+        shutil.copy(source, folder / 'report.tex')
+        (folder / 'doc.tex').write_text('\\documentclass{article}\n\\usepackage{booktabs}\n\\usepackage[T1]{fontenc}\n'
+                                        '\\begin{document}\n\\input{report.tex}\n\\end{document}\n')
+        command = [engine, 'doc.tex'] if engine == 'tectonic' else [engine, '-interaction=nonstopmode', '-halt-on-error', 'doc.tex']
+        done = subprocess.run(command, cwd=folder, capture_output=True, text=True, timeout=300, check=False)
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+        assert (folder / 'doc.pdf').stat().st_size > 1000
+        if engine != 'tectonic':
+            assert 'Overfull \\hbox' not in (folder / 'doc.log').read_text(errors='replace'), name
 
 
 def png_size(data):
