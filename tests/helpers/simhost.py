@@ -26,7 +26,8 @@ def wait_for(check, what, timeout=60.0, interval=0.2):
 
 def ansible_env():
     """The Makefile's Ansible environment, so a test runs the checkout's collection whoever started molecule."""
-    return dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0",
+    # results as one JSON line each: the yaml format folds long messages, which tests look for
+    return dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0", ANSIBLE_CALLBACK_RESULT_FORMAT="json",
                 ANSIBLE_CONFIG=str(REPO / "ansible.cfg"),
                 ANSIBLE_HOME=str(REPO / ".cache" / "ansible-home"),
                 ANSIBLE_COLLECTIONS_PATH=str(REPO / ".cache" / "collections"))

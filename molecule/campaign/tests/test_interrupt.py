@@ -144,7 +144,11 @@ def test_no_result_file_was_lost_or_changed(story):
     """Finished stages' files are untouched; the killed stage's partial files moved to attempt-1/ unchanged."""
     before, after = story["killed"]["files"], story["after"]["files"]
     killed = [unit[len(f"specdec-{CAMPAIGN}-"):-len(".service")] for unit in story["running"]]
+    assert before, "the killed campaign left files"
     for path, digest in before.items():
+        if "/" not in path:  # campaign.json, written once
+            assert after.get(path) == digest, path
+            continue
         stage, name = path.split("/", 1)
         moved = f"{stage}/attempt-1/{name}"
         if stage in killed:
