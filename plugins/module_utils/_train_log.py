@@ -52,7 +52,9 @@ def clean_line(text):
     """One log line as safe plain text: no terminal escapes or control characters, at most MAX_LINE_CHARS."""
     if isinstance(text, bytes):
         text = text.decode('utf-8', errors='replace')
-    text = _CONTROL_RE.sub('', _ANSI_RE.sub('', text)).rstrip()
+    if not text.isprintable():
+        text = _CONTROL_RE.sub('', _ANSI_RE.sub('', text))
+    text = text.rstrip()
     if len(text) > MAX_LINE_CHARS:
         text = text[:MAX_LINE_CHARS - 1] + '\u2026'
     return text
@@ -107,7 +109,7 @@ def _metrics(pairs):
 
 def parse_tqdm(line):
     """A tqdm bar as {'step', 'total', 'rate', 'elapsed', 'remaining', 'desc', 'metrics'}, or None."""
-    match = _TQDM_RE.match(line)
+    match = _TQDM_RE.match(line) if '%|' in line else None
     if not match:
         return None
     step, total = _scaled(match.group('n')), _scaled(match.group('total'))
@@ -259,9 +261,11 @@ class TrainLog:
                     self._history.clear()  # a restart or a new phase
                 self._history.append((parsed['time'], parsed['step']))
             rate = self._rate()
-            # A tqdm bar of the same run keeps its own rate when JSON lines carry no time.
-            if rate is None and previous.get('source') == 'tqdm' and previous.get('total') == total:
-                rate = previous.get('rate')
+            # The same run keeps the bar's elapsed time, and its last rate when JSON lines carry no time.
+            if previous.get('total') == total and (previous.get('step') or 0) <= parsed['step']:
+                progress['elapsed_seconds'] = previous.get('elapsed_seconds')
+                if rate is None:
+                    rate = previous.get('rate')
             progress['rate'] = rate
             if rate and total is not None and total >= parsed['step']:
                 progress['eta_seconds'] = (total - parsed['step']) / rate

@@ -52,7 +52,7 @@ LOOPBACK_NAMES = ('localhost', '127.0.0.1', '[::1]', '::1')
 UNIT_PROPERTIES = ('LoadState', 'ActiveState', 'SubState', 'Result', 'ExecMainStatus', 'ExecMainCode',
                    'ExecMainStartTimestamp', 'ExecMainExitTimestamp')
 # A log bigger than this at start is read from its last part only.
-FIRST_READ_BYTES = 8 * 1024 * 1024
+FIRST_READ_BYTES = 2 * 1024 * 1024
 CHUNK_BYTES = 1024 * 1024
 
 

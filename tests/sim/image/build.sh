@@ -5,7 +5,8 @@
 #
 # Two layers, each cached on its own:
 #   base  debootstrap'd Debian bookworm with systemd (slow: ~1 min), keyed by this script's BASE_* inputs;
-#   sim   the base plus the fake nvidia-smi, GPU layouts and the SGLang emulator (seconds), keyed by those files.
+#   sim   the base plus the fake nvidia-smi, GPU layouts, the SGLang emulator and the simulated trainer (seconds),
+#         keyed by those files.
 # Rebuilding with unchanged inputs costs one `podman image exists`.
 set -euo pipefail
 
@@ -29,6 +30,7 @@ sim_inputs=("$0" "$here/Containerfile")
 while IFS= read -r -d '' f; do sim_inputs+=("$f"); done < <(
   find "$sim/nvidia_smi" "$sim/layouts" "$sim/sglang_emulator" "$sim/image/rootfs" -type f \
     ! -name '*.pyc' ! -path '*/__pycache__/*' -print0 | sort -z)
+sim_inputs+=("$sim/trainer/sim_trainer.py")
 sim_hash=$( { echo "$base_hash"; for f in "${sim_inputs[@]}"; do
   printf '%s %s\n' "${f#"$repo"/}" "$(sha256sum < "$f" | cut -c1-64)"; done; } | sha256sum | cut -c1-16)
 sim_ref="$name:$sim_hash"

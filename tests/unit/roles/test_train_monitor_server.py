@@ -123,6 +123,15 @@ def wait_until(condition, message):
     raise AssertionError(message)
 
 
+def status_when(service, key, expected):
+    """The status when its key holds the expected value (or, for a dict, those items), else None."""
+    status = service.status()
+    value = status[key]
+    if isinstance(expected, dict):
+        return status if value and all(value.get(name) == item for name, item in expected.items()) else None
+    return status if value == expected else None
+
+
 def test_status(service):
     status = service.status()
     assert status['run'] == 'dflash-test' and status['unit'] == 'specdec-train-dflash-test.service'
@@ -139,7 +148,7 @@ def test_status_follows_the_log_and_the_unit(service):
                   'torch.OutOfMemoryError: CUDA out of memory\n')
     service.set_unit(ActiveState='failed', SubState='failed', Result='exit-code', ExecMainStatus='1',
                      ExecMainStartTimestamp='Wed 2026-12-02 10:00:00 UTC')
-    status = wait_until(lambda: (lambda s: s if s['state'] == 'failed' else None)(service.status()), 'no failed state')
+    status = wait_until(lambda: status_when(service, 'state', 'failed'), 'no failed state')
     assert status['progress']['step'] == 40 and status['loss'] == 2.8
     assert status['last_error'] == 'torch.OutOfMemoryError: CUDA out of memory'
     assert status['unit_state']['exit_status'] == 1
@@ -148,7 +157,7 @@ def test_status_follows_the_log_and_the_unit(service):
 def test_a_truncated_log_is_read_again(service):
     service.status()
     service.write('{"step": 3, "total_steps": 50}\n', mode='w')
-    status = wait_until(lambda: (lambda s: s if s['progress']['total'] == 50 else None)(service.status()), 'not reread')
+    status = wait_until(lambda: status_when(service, 'progress', {'total': 50}), 'not reread')
     assert status['lines'] == ['{"step": 3, "total_steps": 50}']
 
 

@@ -151,3 +151,10 @@ def test_errors_are_noted():
 def test_tail_is_bounded():
     status = train_log.read_status(''.join('line %d\n' % number for number in range(1000)), tail=5)
     assert status['lines'] == ['line %d' % number for number in range(995, 1000)] and status['line_count'] == 1000
+
+
+def test_json_lines_keep_the_bars_elapsed_time():
+    status = train_log.read_status(' 10%|#  | 1/10 [00:07<01:03, 0.14it/s]\n{"step": 1, "total_steps": 10}\n'
+                                   '{"step": 2, "total_steps": 10}\n')
+    assert status['progress']['elapsed_seconds'] == 7 and status['progress']['source'] == 'json'
+    assert status['progress']['rate'] == 0.14
