@@ -27,9 +27,9 @@ def _check_count(value, field):
 
 
 def _describe(gpu):
-    holders = ', '.join('pid %s%s %s MiB' % (proc.get('pid'), ' (%s)' % proc['unit'] if proc.get('unit') else '',
-                                              proc.get('used_memory_mib'))
-                        for proc in gpu.get('processes') or [])
+    holders = ', '.join(
+        'pid %s%s %s MiB' % (proc.get('pid'), ' (%s)' % proc['unit'] if proc.get('unit') else '', proc.get('used_memory_mib'))
+        for proc in gpu.get('processes') or [])
     return 'GPU %s (%s MiB used%s)' % (gpu['index'], gpu.get('memory_used_mib'), ', ' + holders if holders else '')
 
 

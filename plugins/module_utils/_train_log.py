@@ -288,13 +288,13 @@ class TrainLog:
         loss = self.loss
         # The bar being drawn right now has no line end yet: show it, without committing it.
         if pending:
-            bar = parse_tqdm(pending)
-            if bar is not None:
-                progress = {'step': bar['step'], 'total': bar['total'], 'source': 'tqdm', 'rate': bar['rate'],
-                            'rate_unit': bar['rate_unit'], 'eta_seconds': bar['remaining'],
-                            'elapsed_seconds': bar['elapsed'], 'desc': bar['desc'] or None}
-                metrics.update(bar['metrics'])
-                loss = _loss(bar['metrics']) if _loss(bar['metrics']) is not None else loss
+            drawing = parse_tqdm(pending)
+            if drawing is not None:
+                progress = {'step': drawing['step'], 'total': drawing['total'], 'source': 'tqdm', 'rate': drawing['rate'],
+                            'rate_unit': drawing['rate_unit'], 'eta_seconds': drawing['remaining'],
+                            'elapsed_seconds': drawing['elapsed'], 'desc': drawing['desc'] or None}
+                metrics.update(drawing['metrics'])
+                loss = _loss(drawing['metrics']) if _loss(drawing['metrics']) is not None else loss
                 if self._last_bar and lines:
                     lines[-1] = pending
                 else:

@@ -28,9 +28,9 @@ import specdec_train_monitor  # noqa: E402  pylint: disable=wrong-import-positio
 
 
 def step_text(step, total):
-    bar = "\r\rEpoch 0:  %3d%%|%-20s| %d/%d [01:02<03:04,  5.00it/s, loss=2.3456]" % (
+    drawn = "\r\rEpoch 0:  %3d%%|%-20s| %d/%d [01:02<03:04,  5.00it/s, loss=2.3456]" % (
         100 * step // total, "#" * (20 * step // total), step, total)
-    return bar + '\r\n{"step": %d, "total_steps": %d, "epoch": 0, "loss": 2.3456, "lr": 0.0003, "time": %d}\n' % (
+    return drawn + '\r\n{"step": %d, "total_steps": %d, "epoch": 0, "loss": 2.3456, "lr": 0.0003, "time": %d}\n' % (
         step, total, 1764680000 + step)
 
 
@@ -58,7 +58,7 @@ def measure(size, runs, workdir, systemctl):
     monitor.status()
     first = time.perf_counter() - started
     reread, incremental = [], []
-    for _ in range(runs):
+    for _request in range(runs):
         step += 1
         with open(log, "a", encoding="utf-8") as handle:
             handle.write(step_text(step, total))

@@ -78,12 +78,12 @@ def tqdm_line(desc, step, total, elapsed, rate, postfix):
     """The bar as tqdm draws it: '{desc}: {pct:3.0f}%|{bar}| {n}/{total} [{elapsed}<{remaining}, {rate}{postfix}]'."""
     fraction = step / total
     filled = int(fraction * BAR_WIDTH)
-    bar = '\u2588' * filled + (' ' * (BAR_WIDTH - filled))
+    drawn = '\u2588' * filled + (' ' * (BAR_WIDTH - filled))
     remaining = fmt_duration((total - step) / rate) if rate else '?'
     rate_text = ('%.2fit/s' % rate) if rate and rate >= 1 else (('%.2fs/it' % (1 / rate)) if rate else '?it/s')
     extra = ''.join(', %s=%s' % item for item in postfix.items())
-    return '%s: %3.0f%%|%s| %d/%d [%s<%s, %s%s]' % (desc, fraction * 100, bar, step, total, fmt_duration(elapsed),
-                                                   remaining, rate_text, extra)
+    return '%s: %3.0f%%|%s| %d/%d [%s<%s, %s%s]' % (
+        desc, fraction * 100, drawn, step, total, fmt_duration(elapsed), remaining, rate_text, extra)
 
 
 def say(text, stream=None):
@@ -115,7 +115,7 @@ def run(args):
     start = time.time()
     step = 0
     for epoch in range(args.epochs):
-        for _ in range(args.steps):
+        for _epoch_step in range(args.steps):
             if args.pace:
                 time.sleep(args.pace)
             step += 1

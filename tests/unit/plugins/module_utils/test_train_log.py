@@ -15,8 +15,8 @@ BAR = 'Epoch 0:  45%|\u2588\u2588\u2588\u2588\u258c     | 45/100 [00:12<00:15,  
 
 
 def test_tqdm_bar():
-    bar = train_log.parse_tqdm(BAR)
-    assert bar == {
+    parsed = train_log.parse_tqdm(BAR)
+    assert parsed == {
         'format': 'tqdm', 'step': 45, 'total': 100, 'rate': 3.61, 'rate_unit': 'it', 'elapsed': 12, 'remaining': 15,
         'desc': 'Epoch 0', 'metrics': {'loss': 2.31, 'lr': 0.0003},
     }
@@ -31,8 +31,8 @@ def test_tqdm_bar():
     ('train: 12%|#2  | 1.2k/10k [00:40<04:53, 30.0step/s]', {'step': 1200, 'total': 10000, 'rate': 30.0, 'rate_unit': 'step'}),
 ])
 def test_tqdm_variants(line, expected):
-    bar = train_log.parse_tqdm(line)
-    assert {key: bar[key] for key in expected} == expected
+    parsed = train_log.parse_tqdm(line)
+    assert {key: parsed[key] for key in expected} == expected
 
 
 @pytest.mark.parametrize('line', [
@@ -128,7 +128,7 @@ def test_long_lines_are_cut():
 
 def test_a_line_end_never_coming_does_not_grow_without_bound():
     log = train_log.TrainLog()
-    for _ in range(100):
+    for _chunk in range(100):
         log.feed('y' * 1000)
     assert len(log._pending) <= 4 * train_log.MAX_LINE_CHARS  # pylint: disable=protected-access
     assert all(len(line) <= train_log.MAX_LINE_CHARS for line in log.status()['lines'])
@@ -136,8 +136,8 @@ def test_a_line_end_never_coming_does_not_grow_without_bound():
 
 def test_a_bar_lookalike_cannot_inject_metrics_or_markup():
     line = '<img src=x onerror=alert(1)>: 50%|##| 5/10 [00:01<00:01, 5.00it/s, loss=<b>1</b>, acc=0.5]'
-    bar = train_log.parse_tqdm(line)
-    assert bar['metrics'] == {'acc': 0.5}
+    parsed = train_log.parse_tqdm(line)
+    assert parsed['metrics'] == {'acc': 0.5}
     status = train_log.read_status(line + '\n')
     assert status['metrics'] == {'acc': 0.5} and status['loss'] is None
     assert status['lines'] == [line]
