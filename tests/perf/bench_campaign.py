@@ -40,6 +40,19 @@ SPEC = {
     "workload": {"input_len": 32, "output_len": 32, "num_prompts": 8},
     "concurrency": [1, 4],
 }
+# Ansible's floor, measured in the same run against the same host: a local task and one remote module round trip.
+FLOOR_PLAYBOOK = """
+- hosts: all
+  gather_facts: false
+  tasks:
+"""  + "".join(f"""
+    - name: local {i}
+      ansible.builtin.debug:
+        msg: "{i}"
+    - name: remote {i}
+      ansible.builtin.command: "true"
+      changed_when: false
+""" for i in range(12))
 SSH_OPTS = ["-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR",
             "-o", "ControlMaster=auto", "-o", "ControlPersist=60s", "-o", "BatchMode=yes"]
 
@@ -74,6 +87,7 @@ def status(container, campaign, stage):
 def per_stage(clock, container, plan):
     """One row per stage after the first: wall, load, harness, overhead, ready lag."""
     done = [r["end"] for r in clock if r["task"] == STAGE_DONE and r["status"] == "ok"]
+    done_at = [i for i, r in enumerate(clock) if r["task"] == STAGE_DONE and r["status"] == "ok"]
     ready_ends = [r["end"] for r in clock if r["task"] == READY_TASK]
     if len(done) != len(plan) or len(ready_ends) != len(plan):
         raise SystemExit(f"expected {len(plan)} stages, saw {len(done)} progress lines and {len(ready_ends)} readiness tasks")
@@ -89,6 +103,7 @@ def per_stage(clock, container, plan):
         if index:
             row["wall"] = done[index] - done[index - 1]
             row["overhead"] = row["wall"] - row["load"] - row["harness"]
+            row["tasks"] = done_at[index] - done_at[index - 1]
         rows.append(row)
     return rows
 
@@ -141,6 +156,16 @@ def main():
                      "-e", f"probe_summary_dir={tmp}/summaries", "-e", "probe_print_summary=false"]
             plan = [f"tp{tp}-{m}" for tp in (1, 4, 8) for m in ("autoregressive", "dflash-n16", "ddtree-b32-k4", "ddtree-b64-k4")]
 
+            floor_pb = tmp / "floor.yml"
+            floor_pb.write_text(FLOOR_PLAYBOOK)
+            floor_local, floor_remote = [], []
+            for dummy in range(args.reruns):
+                clock = run_clocked([str(bin_dir / "ansible-playbook"), "-i", str(inv), str(floor_pb)], env,
+                                    tmp / "clock.jsonl")[1]
+                ends = [r["end"] for r in clock]
+                for i in range(1, len(clock)):
+                    (floor_local if clock[i]["task"].startswith("local") else floor_remote).append(ends[i] - ends[i - 1])
+
             rows, walls = [], []
             for run in range(args.runs):
                 cmd = campaign + (["-e", "force=true"] if run else [])
@@ -167,6 +192,13 @@ def main():
                                ("ready_lag", "ready -> readiness returned", "<= 0.3")):
         median, low, high, count = med(key)
         print(f"{label:<28}{median:>10.3f}{low:>8.3f}{high:>8.3f}{count:>5}   {target}")
+    local_s, remote_s = statistics.median(floor_local), statistics.median(floor_remote)
+    overhead, tasks = med("overhead")[0], med("tasks")[0]
+    # 6 remote round trips per stage (attempt, start, ready, 2 x bench_run, stage_record) at 2 concurrencies
+    floor = (tasks - 6) * local_s + 6 * remote_s
+    print(f"\nAnsible's floor here: a local task {local_s:.3f} s, a remote module {remote_s:.3f} s (medians, same host);"
+          f" a stage is {tasks:.0f} task results, 6 of them remote round trips: floor {floor:.2f} s;"
+          f" measured overhead {overhead:.2f} s = {overhead / floor:.2f}x that floor")
     probe_s, rerun_s = statistics.median(probes), statistics.median(reruns)
     budget = probe_s + 0.2 * len(plan)
     print(f"\nwhole campaign, first run: {walls[0]:.1f} s")

@@ -38,7 +38,7 @@ class CallbackModule(CallbackBase):
     def _write(self, result, status):
         if not self._path:
             return
-        record = {'host': result._host.get_name(), 'task': result._task.get_name(), 'status': status, 'end': time.time()}
+        record = {'host': result._host.get_name(), 'task': result._task.name, 'status': status, 'end': time.time()}
         with open(self._path, 'a', encoding='utf-8') as handle:
             handle.write(json.dumps(record) + '\n')
 
