@@ -143,7 +143,7 @@ def test_page_shows_the_failed_state(page, box):
     box.run_test(f"mkdir -p /run/sim-trainer && touch {FAIL_FILE}")
     wait_for(page, lambda: text(page, "state") == "failed", "the page does not show the failed run")
     wait_for(page, lambda: "CUDA out of memory" in text(page, "error"), "the page does not show the error")
-    assert "exited with status 1" in text(page, "log")
+    wait_for(page, lambda: "exited with status 1" in text(page, "log"), "the page does not show the exit")
     assert text(page, "unit-detail").startswith("failed/failed/exit-code")
     assert text(page, "eta") == "\u2013"
     shot(page, "monitor-failed.png")

@@ -150,8 +150,9 @@ class Monitor:
 
     def status(self):
         with self._lock:
-            self._read_log()
+            # The unit first: once it shows the run ended, the log read after it holds the run's last line.
             self._read_unit()
+            self._read_log()
             status = self._log.status(tail=self.tail)
             props = dict(self._unit_props)
             status.update({
