@@ -36,6 +36,10 @@ options:
     description: The status file's name in a stage folder (C(results_dir_layout.status)).
     type: str
     default: status.json
+  plan_file:
+    description: The plan's file in the campaign folder (C(results_dir_layout.campaign)), returned as RV(plan).
+    type: str
+    default: campaign.json
 attributes:
   check_mode:
     description: Can run in C(check_mode) and return changed status prediction without modifying target.
@@ -64,6 +68,11 @@ stages:
   returned: always
   type: dict
   sample: {tp1-autoregressive: {status: ok, reason: null}, tp1-dflash-n16: {status: missing}}
+plan:
+  description: The stages of the plan the campaign's first run recorded; null when there is none (or it is unreadable).
+  returned: always
+  type: list
+  elements: dict
 counts:
   description: How many stages have each status.
   returned: always
@@ -93,6 +102,16 @@ def read_status(path):
     return status
 
 
+def read_plan(path):
+    try:
+        with open(path, encoding='utf-8') as handle:
+            plan = json.load(handle)
+    except (OSError, ValueError):
+        return None
+    stages = plan.get('stages') if isinstance(plan, dict) else None
+    return stages if isinstance(stages, list) else None
+
+
 def campaign_status(root, campaign, stages, status_file):
     folder = os.path.join(root, campaign)
     if not stages:
@@ -114,6 +133,7 @@ def main():
             campaign=dict(type='str', required=True),
             stages=dict(type='list', elements='str', default=[]),
             status_file=dict(type='str', default='status.json'),
+            plan_file=dict(type='str', default='campaign.json'),
         ),
         supports_check_mode=True,
     )
@@ -121,10 +141,12 @@ def main():
     for name in [params['campaign']] + params['stages']:
         if not ID_RE.match(name):
             module.fail_json(msg='%r is not a campaign or stage id; allowed: [a-z0-9][a-z0-9._-]*' % name)
-    if '/' in params['status_file'] or params['status_file'] in ('', '.', '..'):
-        module.fail_json(msg='status_file must be a file name, got %r' % params['status_file'])
+    for key in ('status_file', 'plan_file'):
+        if '/' in params[key] or params[key] in ('', '.', '..'):
+            module.fail_json(msg='%s must be a file name, got %r' % (key, params[key]))
     stages, counts = campaign_status(params['root'], params['campaign'], params['stages'], params['status_file'])
-    module.exit_json(changed=False, stages=stages, counts=counts)
+    module.exit_json(changed=False, stages=stages, counts=counts,
+                     plan=read_plan(os.path.join(params['root'], params['campaign'], params['plan_file'])))
 
 
 if __name__ == '__main__':

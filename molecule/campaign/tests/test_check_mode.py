@@ -32,3 +32,19 @@ def test_check_mode_prints_the_plan_and_changes_nothing(tmp_path):
     assert simhost.recap(out, "campaign-ct200")["changed"] == 0
     assert host_state() == before
     assert not BOX.file("/root/bench_results/checked").exists and not BOX.file("/var/lib/specdec/campaign.lock").exists
+
+
+def test_a_changed_spec_for_a_finished_campaign_is_refused_before_anything_changes(tmp_path):
+    """The matrix ran with 8 prompts; the same campaign id with 4 is another experiment and must get its own id."""
+    host_vars = os.path.join(os.path.dirname(os.environ["MOLECULE_INVENTORY_FILE"]), "host_vars", "campaign-ct200")
+    with open(host_vars, encoding="utf-8") as handle:
+        spec = yaml.safe_load(handle)["campaign_spec"]
+    spec["workload"] = dict(spec["workload"], num_prompts=4)
+    extra = tmp_path / "changed.yml"
+    extra.write_text(yaml.safe_dump({"campaign_hosts": "campaign-ct200", "campaign_spec": spec}))
+    before = host_state()
+    rc, out = simhost.playbook(simhost.REPO / "playbooks" / "campaign.yml", "-e", f"@{extra}")
+    assert rc != 0
+    assert "campaign matrix on campaign-ct200 was started with another spec: tp1-autoregressive (workload);" in out
+    assert "give the changed spec a new campaign id" in out
+    assert host_state() == before

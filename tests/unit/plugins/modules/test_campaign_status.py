@@ -46,15 +46,28 @@ def test_without_stages_every_folder_is_read(run_module, root):
                                         'tp4-autoregressive', 'tp8-ddtree-b64-k4']
 
 
-def test_a_campaign_that_never_ran_has_no_stages(run_module, tmp_path):
+def test_a_campaign_that_never_ran_has_no_stages_and_no_plan(run_module, tmp_path):
     result = run_module(campaign_status, dict(root=str(tmp_path), campaign='new'))
-    assert result['exit_code'] == 0 and result['stages'] == {} and result['counts'] == {}
+    assert result['exit_code'] == 0 and result['stages'] == {} and result['counts'] == {} and result['plan'] is None
+
+
+@pytest.mark.parametrize(('text', 'plan'), [
+    (json.dumps({'campaign': 'qwen36-ct200', 'stages': [{'id': 'tp1-autoregressive', 'workload': {'num_prompts': 8}}]}),
+     [{'id': 'tp1-autoregressive', 'workload': {'num_prompts': 8}}]),
+    ('{"stages": "not a list"}', None),
+    ('not json', None),
+])
+def test_the_first_runs_plan_is_returned(run_module, root, text, plan):
+    (root / 'qwen36-ct200' / 'campaign.json').write_text(text)
+    result = run_module(campaign_status, dict(root=str(root), campaign='qwen36-ct200', stages=['tp1-autoregressive']))
+    assert result['exit_code'] == 0 and result['plan'] == plan
 
 
 @pytest.mark.parametrize(('args', 'text'), [
     (dict(campaign='../etc'), "'../etc' is not a campaign or stage id"),
     (dict(campaign='c', stages=['a/b']), "'a/b' is not a campaign or stage id; allowed: [a-z0-9][a-z0-9._-]*"),
     (dict(campaign='c', status_file='../x'), 'status_file must be a file name'),
+    (dict(campaign='c', plan_file='/etc/passwd'), 'plan_file must be a file name'),
 ])
 def test_ids_that_are_not_ids_are_refused(run_module, tmp_path, args, text):
     result = run_module(campaign_status, dict(root=str(tmp_path), **args))
