@@ -20,8 +20,9 @@ description:
     after O(warmup_requests) warm-up requests, with at most O(concurrency) in flight and, when O(request_rate) is set,
     arrivals as a seeded Poisson process. Its raw output C(raw-c<N>.jsonl) holds one record per request, with when the
     request was meant to start and when it did, TTFT, the inter-token gaps, each streamed chunk's arrival
-    (C(chunk_s), seconds from the run's start), E2E latency and the request's C(meta_info) token and acceptance counts. While it runs, the raw output gets every finished request as it finishes (whole
-    lines appended) and the result file the counts so far, marked C(complete=false), so a run that is killed leaves
+    (C(chunk_s), seconds from the run's start), E2E latency and the request's C(meta_info) token and acceptance counts.
+    While it runs, the raw output gets every finished request as it finishes (whole lines appended) and the result
+    file the counts so far, marked C(complete=false), so a run that is killed leaves
     what finished.
   - O(harness=sglang) runs SGLang's own client C(python -m sglang.benchmark.serving) (or C(sglang.bench_serving) when
     the first is missing) with O(python), the server's interpreter, and reads the JSON line it appends to its

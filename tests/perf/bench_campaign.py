@@ -45,7 +45,7 @@ FLOOR_PLAYBOOK = """
 - hosts: all
   gather_facts: false
   tasks:
-"""  + "".join(f"""
+""" + "".join(f"""
     - name: local {i}
       ansible.builtin.debug:
         msg: "{i}"
