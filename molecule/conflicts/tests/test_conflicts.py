@@ -8,10 +8,13 @@ import os
 import pathlib
 import re
 import subprocess
-import time
+import sys
 
 import pytest
 import testinfra
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "tests", "helpers"))
+from simhost import wait_for  # noqa: E402  pylint: disable=wrong-import-position
 
 SCENARIO = pathlib.Path(__file__).resolve().parent.parent
 REPO = SCENARIO.parent.parent
@@ -23,18 +26,6 @@ HOLDER_MIB = 56077
 INTRUDER = "specdec-test-holder"
 # checks go straight through podman: each ansible-backed command costs a second or more
 BOX = testinfra.get_host("podman://conflicts-ct200")
-
-
-def wait_for(check, what, timeout=60.0, interval=0.2):
-    """Poll check() until it returns a truthy value or the deadline passes."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(interval)
 
 
 def playbook(path, *extra):

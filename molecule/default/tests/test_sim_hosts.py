@@ -4,11 +4,15 @@ Run by `molecule verify` (testinfra, one `host` per inventory host, real systemd
 """
 import csv
 import io
+import os
 import pathlib
 import re
-import time
+import sys
 
 import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "tests", "helpers"))
+from simhost import wait_for  # noqa: E402  pylint: disable=wrong-import-position
 
 FIXTURES = pathlib.Path(__file__).resolve().parents[3] / "tests" / "fixtures" / "nvidia-smi" / "h200-1gpu"
 PRE_EXISTING_STOPPED = ["sglang-dflash-smoke.service", "sglang-ddtree-tree.service"]
@@ -23,18 +27,6 @@ def name_of(host):
 def only(host, wanted):
     if name_of(host) != wanted:
         pytest.skip(f"checks {wanted} only")
-
-
-def wait_for(check, what, timeout=60.0, interval=0.2):
-    """Poll check() until it returns a truthy value or the deadline passes."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(interval)
 
 
 def smi_rows(host, *args):

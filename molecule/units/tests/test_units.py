@@ -6,12 +6,16 @@ on the GPU it names by UUID.
 import csv
 import io
 import json
+import os
 import re
 import shlex
-import time
+import sys
 
 import pytest
 import testinfra
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "tests", "helpers"))
+from simhost import wait_for  # noqa: E402  pylint: disable=wrong-import-position
 
 CAMPAIGN = "units-test"
 UNIT_DIR = "/etc/systemd/system"
@@ -73,17 +77,6 @@ def exec_args(text):
         if not line.endswith("\\"):
             break
     return re.findall(r"'((?:[^'\\]|\\.)*)'", " ".join(lines))
-
-
-def wait_for(check, what, timeout=30.0, interval=0.2):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(interval)
 
 
 def health(host, port):
