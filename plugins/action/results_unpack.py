@@ -49,11 +49,12 @@ class ActionModule(ActionBase):
         if not check and not archive:
             raise AnsibleActionFail('archive is required: the fetched archive on the controller')
         archive = os.path.abspath(os.path.expanduser(to_text(archive))) if archive else None
-        campaign_dir = os.path.join(os.path.abspath(os.path.expanduser(to_text(args['dest']))), host, campaign)
+        dest = os.path.abspath(os.path.expanduser(to_text(args['dest'])))
+        campaign_dir = os.path.join(dest, host, campaign)
         stamp = datetime.datetime.now(datetime.timezone.utc).strftime('%Y%m%dT%H%M%SZ')
         try:
             merged = unpack(archive, args.get('manifest'), campaign_dir, stamp,
-                            source='%s:%s' % (host, campaign), check=check)
+                            source='%s:%s' % (host, campaign), check=check, root=dest)
         except CollectError as exc:
             raise AnsibleActionFail('%s: nothing was written to %s' % (exc, campaign_dir)) from exc
         except OSError as exc:

@@ -14,7 +14,8 @@ description:
   - Packs every regular file under O(root)C(/<campaign>/) into one gzip'd tar in O(archive_dir), so the controller fetches
     a campaign in one transfer, and returns the manifest (path, size, sha256 of every file).
   - Each file is read once, and the bytes that are hashed are the bytes that are packed, so the manifest describes the
-    archive exactly even while a stage is still writing; M(specdec.bench.results_unpack) verifies it on the controller.
+    archive exactly even while a stage is still writing; M(specdec.bench.results_unpack) verifies it on the controller
+    and reads no member past the size the manifest gives it.
   - The results are only read. The archive is the caller's to remove (the C(collect) role removes it after the fetch).
   - In check mode the manifest is made and no archive is written.
 author:
@@ -72,7 +73,7 @@ manifest:
       description: Relative path (C(<stage>/<file>) or C(campaign.json)).
       type: str
     size:
-      description: Bytes.
+      description: Bytes; M(specdec.bench.results_unpack) refuses an entry without it.
       type: int
     sha256:
       description: Hex digest.

@@ -14,7 +14,14 @@ description:
   - Runs on the controller only (an action plugin). Takes the archive that M(specdec.bench.results_archive) made on a host,
     fetched to the controller, and the manifest it returned, and merges the files into O(dest)C(/<host>/<campaign>/).
   - Verifies first. Every file of the archive must be in the manifest with the same size and sha256, and every manifest
-    entry in the archive; otherwise nothing is written and the task fails naming the file.
+    entry in the archive; otherwise nothing is written and the task fails naming the file. Sizes are checked while the
+    archive is read, so a member larger than the manifest says is refused before more than that size is read.
+  - Checks the destination before anything moves. A symbolic link anywhere below O(dest) on the way to a file
+    (C(<host>), C(<campaign>), a stage folder, C(.collect), the file itself), a file where a folder is needed and a
+    folder where a file is are refused, naming the path; links are never followed.
+  - The archive is extracted and verified in a temporary folder next to the campaign's. A new campaign folder is moved
+    into place whole; into an existing one the files are moved one by one, and a merge that fails halfway (a full
+    disk) is undone, so what was collected before is kept as it was.
   - A file already collected with the same content is left alone, so collecting again changes nothing.
   - A collected file whose content differs on the host (a stage run again there) is replaced, and the collected one is
     kept as evidence under C(<campaign>/.collect/superseded/<UTC time>/); a warning names that folder. Nothing is lost.
@@ -33,7 +40,9 @@ options:
     elements: dict
     required: true
   dest:
-    description: The controller folder of collected results; files go to C(<dest>/<host>/<campaign>/).
+    description:
+      - The controller folder of collected results; files go to C(<dest>/<host>/<campaign>/).
+      - O(dest) itself may be a link; nothing below it may be.
     type: path
     required: true
   host:

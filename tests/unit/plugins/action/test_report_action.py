@@ -98,3 +98,13 @@ def test_unpack_action_refuses_bad_arguments(tmp_path, args, host, message):
     with pytest.raises(AnsibleActionFail, match=None) as error:
         run(unpack_action, args, host=host)
     assert message in str(error.value)
+
+
+def test_unpack_action_refuses_a_link_below_dest_naming_it(tmp_path):
+    archive, manifest = make_archive(tmp_path)
+    (tmp_path / 'results').mkdir()
+    (tmp_path / 'elsewhere').mkdir()
+    (tmp_path / 'results' / 'ct200').symlink_to(tmp_path / 'elsewhere')
+    with pytest.raises(AnsibleActionFail, match=r'%s is a symbolic link.*nothing was written' % (tmp_path / 'results' / 'ct200')):
+        run(unpack_action, {'archive': archive, 'manifest': manifest, 'dest': str(tmp_path / 'results'), 'campaign': 'c'})
+    assert list((tmp_path / 'elsewhere').iterdir()) == []
