@@ -6,19 +6,31 @@
 holder ran on this controller and is gone.
 
 Only the controller can tell whether the ansible-playbook process that took a lock still runs; the module on the host
-cannot. So: try the module; when it refuses, and the holder's controller is this one and its process is gone (or its pid
-now belongs to another process), try once more with `takeover` set to exactly that holder.
+cannot. So: try the module; when it refuses, and the holder's controller is provably this one and its process is gone
+(or its pid now belongs to another process), try once more with `takeover` set to exactly that holder.
+
+A controller is named by its controller id, not its hostname (two controllers may share one): a keyed hash of its
+machine-id, its boot id and its pid namespace. A holder with another controller id, or with none (a lock written by
+an older specdec.bench, or by a controller that cannot read its boot id), is never judged from here: only its heartbeat
+(`stale_after`) or `break_lock` ends it.
 """
 
 from __future__ import annotations
 
 import getpass
+import hashlib
+import hmac
 import os
 import socket
 
 from ansible.plugins.action import ActionBase
 
 PLAYBOOK_COMMANDS = ('ansible-playbook', 'ansible')
+MACHINE_ID_PATHS = ('/etc/machine-id', '/var/lib/dbus/machine-id')
+BOOT_ID = '/proc/sys/kernel/random/boot_id'
+PID_NAMESPACE = '/proc/self/ns/pid'
+# machine-id(5) asks that the id never be shown as it is; the lock file is readable by all on the host.
+MACHINE_ID_KEY = b'specdec.bench campaign_lock controller'
 
 
 def _proc_start(pid):
@@ -50,6 +62,35 @@ def _parent(pid):
         return 0
 
 
+def _first_line(path):
+    try:
+        with open(path, encoding='ascii', errors='replace') as handle:
+            return handle.readline().strip() or None
+    except OSError:
+        return None
+
+
+def controller_id(hostname):
+    """This controller's id, `<machine>-<boot id>-<pid namespace>`, or None when its boot id cannot be read.
+
+    The boot id (random per boot) is what makes it unique; the machine part is a keyed hash of the machine-id, or of
+    the hostname where no machine-id can be read. The pid namespace tells apart containers that share one kernel, and
+    often an image's machine-id, but not their pids. None means no pid of this controller can be checked, so it judges
+    no holder gone, and no controller judges its own holders gone.
+    """
+    boot = _first_line(BOOT_ID)
+    if not boot:
+        return None
+    machine = next((value for value in map(_first_line, MACHINE_ID_PATHS) if value), None)
+    key = ('machine-id:%s' % machine) if machine else ('hostname:%s' % hostname)
+    digest = hmac.new(MACHINE_ID_KEY, key.encode('utf-8', 'replace'), hashlib.sha256).hexdigest()[:16]
+    try:
+        namespace = os.readlink(PID_NAMESPACE).rsplit('[', 1)[-1].rstrip(']')
+    except OSError:
+        namespace = 'none'
+    return '%s-%s-%s' % (digest, boot, namespace)
+
+
 def playbook_process():
     """The pid of this run's ansible-playbook: the first ancestor whose command is an Ansible entry point."""
     pid = os.getppid()
@@ -65,26 +106,37 @@ def playbook_process():
 def this_holder(task_vars):
     pid = playbook_process()
     controller = socket.gethostname()
-    playbook = task_vars.get('ansible_play_name') or ''
+    start = _proc_start(pid)
+    identity = controller_id(controller)
+    holder_id = '%s:%d:%s' % (controller, pid, start)
     return {
-        'id': '%s:%d:%s' % (controller, pid, _proc_start(pid)),
+        'id': holder_id if identity is None else '%s:%s' % (holder_id, identity),
         'controller': controller,
+        'controller_id': identity,
         'pid': pid,
+        'start': start,
         'user': getpass.getuser(),
-        'playbook': playbook,
+        'playbook': task_vars.get('ansible_play_name') or '',
     }
 
 
-def holder_gone(holder, controller):
-    """True when the holder ran on this controller and its process no longer runs (or its pid was reused)."""
-    if not isinstance(holder, dict) or holder.get('controller') != controller:
-        return False
+def holder_gone(holder, me):
+    """Why the holder's ansible-playbook is known to be gone, or None when it may still run.
+
+    Only a holder with this controller's id is judged: its process is gone, or its pid now belongs to a process that
+    started at another time. Any other holder (another controller, an old lock without a controller id, a controller
+    that could not identify itself) may be alive, as far as this controller can tell.
+    """
+    if not isinstance(holder, dict) or not me.get('controller_id') or holder.get('controller_id') != me['controller_id']:
+        return None
     try:
         pid = int(holder.get('pid'))
-        start = str(holder.get('id', '')).rsplit(':', 1)[1]
-    except (TypeError, ValueError, IndexError):
-        return False
-    return _proc_start(pid) != start
+    except (TypeError, ValueError):
+        return None
+    start = holder.get('start')
+    if start is None or _proc_start(pid) == str(start):
+        return None
+    return 'its ansible-playbook (pid %d) on this controller is gone' % pid
 
 
 class ActionModule(ActionBase):
@@ -97,10 +149,9 @@ class ActionModule(ActionBase):
         args.setdefault('holder', this_holder(task_vars))
         result.update(self._execute_module(module_name='specdec.bench.campaign_lock', module_args=args, task_vars=task_vars))
         held_by = result.get('holder')
-        if result.get('failed') and held_by and args.get('state', 'locked') == 'locked' \
-                and holder_gone(held_by, args['holder']['controller']):
-            args.update(takeover=held_by.get('id'),
-                        takeover_reason='its ansible-playbook (pid %s) on this controller is gone' % held_by.get('pid'))
+        reason = holder_gone(held_by, args['holder']) if result.get('failed') and args.get('state', 'locked') == 'locked' else None
+        if reason:
+            args.update(takeover=held_by.get('id'), takeover_reason=reason)
             result = super().run(tmp, task_vars)
             result.update(self._execute_module(module_name='specdec.bench.campaign_lock', module_args=args,
                                                task_vars=task_vars))

@@ -18,6 +18,11 @@ description:
   - A lock is stale when the host rebooted since it was taken (its boot id differs), when O(takeover) names its holder
     (the action plugin does that when the holder's C(ansible-playbook) process is gone from this controller), when
     its last heartbeat is older than O(stale_after) seconds, or when O(break_lock) is set.
+  - The action plugin judges only holders with this controller's V(controller_id) (machine-id, boot id and pid
+    namespace of the controller; not its hostname, which another controller may share). A holder on another
+    controller, or one without a V(controller_id) (a lock taken by an older version of this module, or on a controller
+    without a boot id), counts as alive until its heartbeat is older than O(stale_after) seconds; with O(stale_after=0)
+    only O(break_lock) or a reboot of the host ends it. The refusal says so, and how to break the lock.
   - O(state=unlocked) removes the lock only when O(holder) holds it; another holder's lock is left alone.
   - Reading and writing happen under an exclusive C(flock) on a guard file beside the lock, and the lock is written to
     a temporary file and renamed, so two campaigns starting together cannot both take it.
@@ -40,12 +45,18 @@ options:
     type: str
   holder:
     description:
-      - Who takes the lock. V(id) identifies one C(ansible-playbook) run; the other keys are kept for the message a
-        refused campaign prints (V(controller), V(pid), V(user), V(playbook)).
+      - Who takes the lock. V(id) identifies one C(ansible-playbook) run. V(controller_id) names the controller
+        (the action plugin's keyed hash of its machine-id, its boot id and its pid namespace; null when it has no boot
+        id), V(start) the process start time of V(pid); a holder without V(controller_id) can never be proven gone.
+        The other keys are kept for the message a refused campaign prints (V(controller), V(pid), V(user),
+        V(playbook)).
     type: dict
     required: true
   stale_after:
-    description: Seconds after its last heartbeat when a lock counts as stale; V(0) never by age.
+    description:
+      - Seconds after its last heartbeat when a lock counts as stale, whoever holds it.
+      - V(0) never by age; then the lock of a run that died on another controller (or of an old lock without a
+        controller id) stays until O(break_lock) is set or the host reboots.
     type: int
     default: 0
   takeover:
@@ -91,7 +102,9 @@ lock:
   description: The lock as it is now (V(locked)) or as it was (V(unlocked)); null when there was none.
   returned: always
   type: dict
-  sample: {campaign: qwen36-ct200, holder: {id: "ctl:4242:81233", controller: ctl, pid: 4242, user: root},
+  sample: {campaign: qwen36-ct200, holder: {id: "ctl:4242:81233:9b1e04c2a7d35f60-0f4c...-4026531836", controller: ctl,
+                                             controller_id: 9b1e04c2a7d35f60-0f4c...-4026531836, pid: 4242,
+                                             start: "81233", user: root},
            boot_id: 0f4c..., acquired_at: 1764684000.5, heartbeat_at: 1764684000.5}
 previous:
   description: The stale lock that was replaced (RV(stale_reason) says why); null otherwise.
@@ -182,6 +195,25 @@ def describe(lock, now):
                holder.get('playbook', 'playbook unknown')))
 
 
+def refusal(lock, params, now):
+    """Why the lock stays with its holder, and how to end it if that holder is dead."""
+    holder = lock.get('holder') or {}
+    if not holder.get('controller_id'):
+        # An old lock (no controller id) or one from a controller that could not identify itself: no pid check proves
+        # its ansible-playbook gone, whatever the hostname says.
+        why = (' Its holder names no controller id (taken by an older specdec.bench, or on a controller without a boot '
+               'id), so no controller can tell whether its ansible-playbook still runs.')
+    else:
+        why = ''
+    if params['stale_after'] > 0:
+        expiry = ' or wait until its heartbeat is %d s old (campaign_lock_stale_after)' % params['stale_after']
+    else:
+        expiry = ' (campaign_lock_stale_after is 0: a lock never expires by age)'
+    return ('%s is locked by %s.%s Wait for that campaign to finish; if its ansible-playbook is dead (on another '
+            'controller, or not provably gone), rerun with -e campaign_lock_break=true%s'
+            % (params['path'], describe(lock, now), why, expiry))
+
+
 def lock_state(module, params):
     path = params['path']
     holder = params['holder']
@@ -229,10 +261,7 @@ def guarded(module, params, lock):
         return dict(changed=False, acquired=True, lock=refreshed, previous=None)
     reason = stale_reason(lock, params, now, new['boot_id'])
     if reason is None:
-        module.fail_json(
-            msg='%s is locked by %s. Wait for that campaign to finish; if its run is dead on another controller, '
-                'rerun with -e campaign_lock_break=true' % (params['path'], describe(lock, now)),
-            holder=lock.get('holder'), lock=lock, acquired=False)
+        module.fail_json(msg=refusal(lock, params, now), holder=lock.get('holder'), lock=lock, acquired=False)
     if not module.check_mode:
         write_lock(path, new)
     return dict(changed=True, acquired=True, lock=new, previous=lock, stale_reason=reason)

@@ -2,7 +2,8 @@
 # Copyright: (c) 2026, specdec.bench developers
 # SPDX-License-Identifier: GPL-3.0-or-later
 """campaign_lock: one campaign per host, the holder named when refused, stale locks recognized, never another's lock
-released; and the action plugin's test of whether a holder on this controller is gone."""
+released; and the action plugin's test of whether a holder on this controller is gone, with the controller named by
+its machine-id, boot id and pid namespace rather than its hostname."""
 
 from __future__ import annotations
 
@@ -11,8 +12,11 @@ import os
 import socket
 import subprocess
 import sys
+import time
+from unittest import mock
 
 import pytest
+from ansible.playbook.task import Task
 
 from ansible_collections.specdec.bench.plugins.action import campaign_lock as action
 from ansible_collections.specdec.bench.plugins.modules import campaign_lock
@@ -178,29 +182,176 @@ def test_campaigns_starting_together_take_the_lock_once(tmp_path):
     assert all('locked by campaign %s' % winners[0]['lock']['campaign'] in r['msg'] for r in results if r.get('failed'))
 
 
-def test_a_live_holder_on_this_controller_is_not_gone():
-    me = os.getpid()
-    mine = {'id': '%s:%d:%s' % (socket.gethostname(), me, action._proc_start(me)), 'controller': socket.gethostname(), 'pid': me}
-    assert not action.holder_gone(mine, socket.gethostname())
+@pytest.fixture(name="controller")
+def this_controller(tmp_path, monkeypatch):
+    """This controller's machine-id and boot id, as files the test can change or remove."""
+    machine = tmp_path / 'machine-id'
+    machine.write_text('0123456789abcdef0123456789abcdef\n')
+    boot = tmp_path / 'controller-boot_id'
+    boot.write_text('controller-boot-1\n')
+    monkeypatch.setattr(action, 'MACHINE_ID_PATHS', (str(machine), str(tmp_path / 'no-dbus-machine-id')), raising=False)
+    monkeypatch.setattr(action, 'BOOT_ID', str(boot), raising=False)
+    return {'machine': machine, 'boot': boot}
 
 
-def test_a_holder_whose_process_ended_or_whose_pid_was_reused_is_gone():
+def dead_pid():
+    """A pid and start time of a process that has ended."""
     proc = subprocess.Popen([sys.executable, '-c', 'pass'])
     start = action._proc_start(proc.pid)
     proc.wait()
+    return proc.pid, start
+
+
+def holder_here(pid, start):
+    """A holder record as this controller writes it, for any pid."""
     host = socket.gethostname()
-    assert action.holder_gone({'id': '%s:%d:%s' % (host, proc.pid, start), 'controller': host, 'pid': proc.pid}, host)
+    identity = action.controller_id(host)
+    return {'id': '%s:%d:%s:%s' % (host, pid, start, identity), 'controller': host, 'controller_id': identity,
+            'pid': pid, 'start': start, 'user': 'root', 'playbook': 'Run a benchmark campaign'}
+
+
+def put_lock(paths, who, heartbeat_age):
+    """A lock on disk as another run left it, its last heartbeat heartbeat_age seconds ago."""
+    now = time.time()
+    os.makedirs(os.path.dirname(paths['lock']), exist_ok=True)
+    lock = {'campaign': 'qwen36-ct200', 'holder': who, 'boot_id': 'boot-1', 'acquired_at': now - 600,
+            'heartbeat_at': now - heartbeat_age}
+    with open(paths['lock'], 'w', encoding='utf-8') as handle:
+        json.dump(lock, handle)
+    return on_disk(paths)
+
+
+def run_action(run_module, **args):
+    """The action plugin as a task runs it, its module calls answered by the real module in this process."""
+    task = Task()
+    task.args = args
+    plugin = action.ActionModule(task, mock.MagicMock(), mock.MagicMock(), loader=None, templar=None,
+                                 shared_loader_obj=None)
+    calls = []
+
+    def execute(module_name, module_args, task_vars):
+        assert module_name == 'specdec.bench.campaign_lock'
+        calls.append(dict(module_args))
+        return run_module(campaign_lock, module_args)
+
+    with mock.patch.object(plugin, '_execute_module', side_effect=execute):
+        result = plugin.run(task_vars={'ansible_play_name': 'Run a benchmark campaign'})
+    return result, calls
+
+
+SAME_HOSTNAME_FORMATS = {
+    # another controller with this controller's hostname, as this version writes its holder
+    'other controller': lambda host: {'id': '%s:31337:4242:feedfacecafebeef-other-boot-4026531836' % host,
+                                      'controller': host, 'controller_id': 'feedfacecafebeef-other-boot-4026531836',
+                                      'pid': 31337, 'start': '4242', 'user': 'root', 'playbook': 'p'},
+    # a lock of an older specdec.bench: hostname:pid:start, no controller id
+    'old format': lambda host: {'id': '%s:31337:4242' % host, 'controller': host, 'pid': 31337, 'user': 'root',
+                                'playbook': 'p'},
+}
+
+
+@pytest.mark.parametrize('stale_after', [0, 3600])
+@pytest.mark.parametrize('kind', sorted(SAME_HOSTNAME_FORMATS))
+def test_a_live_lock_of_another_controller_with_this_hostname_is_not_taken(run_module, paths, controller, kind,
+                                                                            stale_after):
+    """The reported case: pid 31337 on a controller named like this one, heartbeat 5 s old, was taken as gone."""
+    before = put_lock(paths, SAME_HOSTNAME_FORMATS[kind](socket.gethostname()), heartbeat_age=5)
+    result, calls = run_action(run_module, path=paths['lock'], campaign='other', stale_after=stale_after)
+    assert result['failed'] and not result['acquired'] and len(calls) == 1 and 'takeover' not in calls[0]
+    assert on_disk(paths) == before
+    assert 'campaign_lock_break=true' in result['msg'] and 'ansible-playbook pid 31337' in result['msg']
+    assert ('names no controller id' in result['msg']) is (kind == 'old format')
+    if stale_after:
+        assert 'heartbeat is 3600 s old' in result['msg']
+    else:
+        assert 'campaign_lock_stale_after is 0: a lock never expires by age' in result['msg']
+
+
+@pytest.mark.parametrize('kind', sorted(SAME_HOSTNAME_FORMATS))
+def test_a_lock_of_another_controller_ends_with_its_heartbeat(run_module, paths, controller, kind):
+    put_lock(paths, SAME_HOSTNAME_FORMATS[kind](socket.gethostname()), heartbeat_age=7200)
+    result, calls = run_action(run_module, path=paths['lock'], campaign='other', stale_after=3600)
+    assert result['acquired'] and not result.get('failed') and len(calls) == 1
+    assert result['stale_reason'].startswith('no heartbeat for 72')
+    assert on_disk(paths)['holder']['controller_id'] == action.controller_id(socket.gethostname())
+
+
+def test_a_dead_run_of_this_controller_is_taken_over(run_module, paths, controller):
+    pid, start = dead_pid()
+    put_lock(paths, holder_here(pid, start), heartbeat_age=5)
+    result, calls = run_action(run_module, path=paths['lock'], campaign='other')
+    assert result['acquired'] and result['changed'] and len(calls) == 2
+    assert calls[1]['takeover'] == holder_here(pid, start)['id']
+    assert result['stale_reason'] == 'its ansible-playbook (pid %d) on this controller is gone' % pid
+    mine = on_disk(paths)['holder']
+    assert mine['id'] == calls[0]['holder']['id'] and mine['pid'] != pid
+
+
+def test_the_same_run_renews_and_releases_its_own_lock(run_module, paths, controller):
+    taken, _calls = run_action(run_module, path=paths['lock'], campaign='c')
+    again, calls = run_action(run_module, path=paths['lock'], campaign='c')
+    assert again['acquired'] and not again['changed'] and len(calls) == 1
+    released, _calls = run_action(run_module, path=paths['lock'], state='unlocked')
+    assert released['changed'] and not os.path.exists(paths['lock']) and taken['lock']['holder'] == again['lock']['holder']
+
+
+def test_the_controller_id_is_machine_boot_and_pid_namespace_never_the_raw_machine_id(controller):
+    host = socket.gethostname()
+    first = action.controller_id(host)
+    assert first == action.controller_id(host) and '0123456789abcdef' not in first
+    assert 'controller-boot-1' in first and first.endswith('-' + os.readlink('/proc/self/ns/pid')[5:-1])
+    controller['boot'].write_text('controller-boot-2\n')
+    rebooted = action.controller_id(host)
+    controller['machine'].write_text('fedcba9876543210fedcba9876543210\n')
+    other_machine = action.controller_id(host)
+    assert len({first, rebooted, other_machine}) == 3
+    found = action.this_holder({})
+    assert found['controller_id'] == other_machine and found['id'].endswith(':' + other_machine)
+    assert found['start'] == action._proc_start(found['pid'])
+
+
+def test_without_a_machine_id_the_hostname_stands_in(controller):
+    controller['machine'].unlink()
+    fallback = action.controller_id('ctl-a')
+    assert fallback and fallback != action.controller_id('ctl-b') and 'controller-boot-1' in fallback
+
+
+def test_a_controller_without_a_boot_id_judges_no_one_and_is_judged_by_no_one(controller):
+    controller['boot'].unlink()
+    found = action.this_holder({})
+    assert found['controller_id'] is None
+    assert found['id'] == '%s:%d:%s' % (found['controller'], found['pid'], found['start'])
+    pid, start = dead_pid()
+    dead = {'id': 'x', 'controller': found['controller'], 'controller_id': None, 'pid': pid, 'start': start}
+    assert action.holder_gone(dead, found) is None
+
+
+def test_a_live_holder_on_this_controller_is_not_gone(controller):
     me = os.getpid()
-    assert action.holder_gone({'id': '%s:%d:1' % (host, me), 'controller': host, 'pid': me}, host)
+    here = action.this_holder({})
+    assert action.holder_gone(holder_here(me, action._proc_start(me)), here) is None
 
 
-def test_a_holder_on_another_controller_is_never_judged_from_here():
-    assert not action.holder_gone({'id': 'elsewhere:1:1', 'controller': 'elsewhere', 'pid': 1}, socket.gethostname())
-    assert not action.holder_gone({'id': None}, socket.gethostname())
+def test_a_holder_whose_process_ended_or_whose_pid_was_reused_is_gone(controller):
+    here = action.this_holder({})
+    pid, start = dead_pid()
+    assert action.holder_gone(holder_here(pid, start), here) == 'its ansible-playbook (pid %d) on this controller is gone' % pid
+    assert action.holder_gone(holder_here(os.getpid(), '1'), here)
+
+
+def test_a_holder_on_another_controller_is_never_judged_from_here(controller):
+    here = action.this_holder({})
+    pid, start = dead_pid()
+    elsewhere = dict(holder_here(pid, start), controller_id='feedfacecafebeef-other-boot-4026531836')
+    assert action.holder_gone(elsewhere, here) is None
+    old_format = {'id': '%s:%d:%s' % (here['controller'], pid, start), 'controller': here['controller'], 'pid': pid}
+    assert action.holder_gone(old_format, here) is None
+    assert action.holder_gone({'id': None}, here) is None
+    assert action.holder_gone(dict(holder_here(pid, start), start=None), here) is None
 
 
 def test_the_holder_is_this_runs_playbook_process():
     found = action.this_holder({'ansible_play_name': 'Run a benchmark campaign'})
     assert found['controller'] == socket.gethostname() and found['playbook'] == 'Run a benchmark campaign'
-    assert found['id'] == '%s:%d:%s' % (found['controller'], found['pid'], action._proc_start(found['pid']))
+    assert found['id'].startswith('%s:%d:%s' % (found['controller'], found['pid'], action._proc_start(found['pid'])))
     assert action._proc_start(found['pid']) is not None
