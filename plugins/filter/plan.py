@@ -13,12 +13,15 @@ from __future__ import annotations
 import fnmatch
 import itertools
 import json
+import math
 import re
 import string
+import unicodedata
 from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
 from ansible_collections.specdec.bench.plugins.module_utils._systemd import normalize_unit_name
+from ansible_collections.specdec.bench.plugins.plugin_utils import sglang_build as builds
 
 GIB = 1024 ** 3
 DEFAULT_MEM_FRACTION = 0.9
@@ -46,6 +49,9 @@ PARAM_TYPES = ('int',)
 STAGE_FIELDS = ('model', 'draft', 'tp', 'port')
 COMMON_FLAGS = ('--model-path', '--tp-size', '--host', '--port', '--mem-fraction-static')
 POSITIVE_INT = 'a positive integer (1, 2, 3, ...)'
+ONE_LINE = 'text on one line (no control characters: systemd ends a unit line at CR and NUL too)'
+# Where an infinity means something: an unbounded request rate.
+INFINITY_ALLOWED = ('workload.request_rate',)
 
 
 def _is_int(value):
@@ -74,6 +80,24 @@ def _gib(value):
 
 def _fail(field, problem, allowed):
     raise AnsibleFilterError('campaign_plan: %s %s; allowed: %s' % (field, problem, allowed))
+
+
+def _one_line(text):
+    """True when text has no control character or line separator (what a unit file line cannot hold)."""
+    return not any(unicodedata.category(char) in ('Cc', 'Zl', 'Zp') for char in text)
+
+
+def _check_finite(value, field='spec'):
+    """One check for the whole spec: no NaN anywhere, no infinity but where it means something."""
+    if isinstance(value, float) and not math.isfinite(value):
+        if math.isnan(value) or field not in INFINITY_ALLOWED:
+            _fail(field, 'is %r' % (value,), 'a finite number')
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            _check_finite(item, '%s.%s' % (field, key) if field != 'spec' else str(key))
+    elif isinstance(value, (list, tuple)):
+        for position, item in enumerate(value):
+            _check_finite(item, '%s[%d]' % (field, position))
 
 
 # --- model_bytes and fit_tp ---------------------------------------------------------------------------------------
@@ -188,8 +212,8 @@ def _check_id(value, field):
 
 
 def _check_path(value, field):
-    if not isinstance(value, str) or not value.startswith('/') or '\n' in value:
-        _fail(field, 'is %r' % (value,), 'an absolute path on the host')
+    if not isinstance(value, str) or not value.startswith('/') or not _one_line(value):
+        _fail(field, 'is %r' % (value,), 'an absolute path on the host, ' + ONE_LINE)
 
 
 def _int_values(value, field):
@@ -219,8 +243,8 @@ def _arg_items(args, field):
             _fail(item_field, 'is %r' % (item,), "'--flag' or [--flag, value], the flag matching %s" % _FLAG_RE.pattern[:-2])
         if pair:
             value = item[1]
-            if isinstance(value, bool) or not isinstance(value, (str, int, float)) or '\n' in str(value):
-                _fail(item_field + '[1]', 'is %r' % (value,), 'a string or number on one line')
+            if isinstance(value, bool) or not isinstance(value, (str, int, float)) or not _one_line(str(value)):
+                _fail(item_field + '[1]', 'is %r' % (value,), 'a string or number, ' + ONE_LINE)
             items.append([flag, str(value)])
         else:
             items.append(flag)
@@ -236,8 +260,8 @@ def _env_items(env, field):
     for name, value in env.items():
         if not isinstance(name, str) or not _ENV_NAME_RE.match(name):
             _fail('%s key %r' % (field, name), 'is not an environment variable name', _ENV_NAME_RE.pattern[:-2])
-        if isinstance(value, bool) or not isinstance(value, (str, int, float)) or '\n' in str(value):
-            _fail('%s.%s' % (field, name), 'is %r' % (value,), 'a string or number on one line')
+        if isinstance(value, bool) or not isinstance(value, (str, int, float)) or not _one_line(str(value)):
+            _fail('%s.%s' % (field, name), 'is %r' % (value,), 'a string or number, ' + ONE_LINE)
         items[name] = str(value)
     return items
 
@@ -257,9 +281,9 @@ def _template_fields(text, field, known):
 
 
 def _method_table(methods):
-    """Validated per-method table (sglang_unit_methods): name -> {args, env, params}, and the fields each uses."""
+    """Validated per-method table (a build profile's methods, or plan_methods): name -> {args, env, params}, and the fields each uses."""
     if not isinstance(methods, Mapping) or not methods:
-        raise AnsibleFilterError('campaign_plan: methods (the per-method table, sglang_unit_methods) is %r; allowed: '
+        raise AnsibleFilterError('campaign_plan: methods (the per-method table: plan_methods or a build profile\'s) is %r; allowed: '
                                  'a mapping of method name to {args, env, params}' % (methods,))
     table = {}
     for name, entry in methods.items():
@@ -377,7 +401,10 @@ def _spec_workload(workload):
     rate = workload.get('request_rate', 'inf')
     if rate != 'inf' and (not _is_number(rate) or rate <= 0):
         _fail('workload.request_rate', 'is %r' % (rate,), 'a positive number of requests per second, or "inf"')
-    return dict(workload)
+    workload = dict(workload)
+    if 'request_rate' in workload and rate != 'inf' and math.isinf(rate):
+        workload['request_rate'] = 'inf'  # YAML's .inf: one spelling in the stages and the results
+    return workload
 
 
 def _spec_concurrency(concurrency):
@@ -403,9 +430,60 @@ def _spec_stoppable(stoppable):
         raise AnsibleFilterError('campaign_plan: stoppable %s; allowed: unit names or glob patterns ([A-Za-z0-9:_.@-] and *?[])' % exc)
 
 
-def _validate(spec, table):
+def _flag_name(item):
+    return item[0] if isinstance(item, list) else item
+
+
+def _check_table_flags(table, build):
+    """Every flag of the method table is one the build's SGLang parser knows by that exact name."""
+    for method, entry in table.items():
+        for position, item in enumerate(entry['args']):
+            flag = _flag_name(item)
+            how, option = builds.resolve_flag(build['options'], flag)
+            if how != 'exact':
+                raise AnsibleFilterError(
+                    'campaign_plan: method table %s.args[%d] is %s, which SGLang %s (build %s) does not know%s; allowed: '
+                    'the options of that build (plugins/plugin_utils/sglang_builds/%s%s)' % (
+                        method, position, flag, build['sglang_version'], build['name'],
+                        ' by that name (it would be read as %s)' % option['flags'][0] if option else '',
+                        build['options_file'], ' and ' + ', '.join(build['extra_flags']) if build['extra_flags'] else ''))
+
+
+def _check_extra_args(extra_args, planned, build):
+    """No extra flag may set what the plan sets: not by its name, an alias or an abbreviation SGLang accepts."""
+    planned_list = ', '.join(sorted(planned))
+    for position, item in enumerate(extra_args):
+        flag, field = _flag_name(item), 'extra_args[%d]' % position
+        if flag in planned:
+            _fail(field, 'repeats %s, which the plan sets' % flag, 'flags other than %s' % planned_list)
+        if build is None:  # a method table of the user's own with no build: abbreviations of planned flags only
+            prefixed = sorted(other for other in planned if other.startswith(flag))
+            if prefixed:
+                _fail(field, 'is %s, an abbreviation of %s, which the plan sets (SGLang accepts abbreviations)'
+                      % (flag, ', '.join(prefixed)), 'flags other than %s' % planned_list)
+            continue
+        how, option = builds.resolve_flag(build['options'], flag)
+        where = 'SGLang %s (build %s)' % (build['sglang_version'], build['name'])
+        if how == 'unknown':
+            _fail(field, 'is %s, which %s does not know (it would exit with "unrecognized arguments")' % (flag, where),
+                  'an option of that build')
+        if how == 'ambiguous':
+            _fail(field, 'is %s, which %s finds ambiguous (it could match %s)' % (flag, where, ', '.join(option)),
+                  'an option of that build, spelled out')
+        sets = [other for other in planned if (builds.resolve_flag(build['options'], other)[1] or {}).get('dest') == option['dest']]
+        if sets:
+            _fail(field, 'is %s, which %s reads as %s (%s of it), which the plan sets' % (
+                flag, where, option['flags'][0], 'an alias' if how == 'exact' else 'an abbreviation'),
+                'flags other than %s and their aliases and abbreviations' % planned_list)
+
+
+def _validate(spec, table, build=None):
     """Everything about the spec that does not depend on the host, checked before any stage is built."""
     _check_keys(spec, 'spec', SPEC_KEYS)
+    _check_finite(spec)
+    description = spec.get('description')
+    if description is not None and (not isinstance(description, str) or not _one_line(description)):
+        _fail('description', 'is %r' % (description,), ONE_LINE)
     _check_id(spec.get('campaign'), 'campaign')
     if len(spec['campaign']) > CAMPAIGN_MAX_LEN:
         _fail('campaign', 'is %d characters long' % len(spec['campaign']), 'at most %d characters' % CAMPAIGN_MAX_LEN)
@@ -437,11 +515,8 @@ def _validate(spec, table):
     extra_args = _arg_items(spec.get('extra_args') or [], 'extra_args')
     planned = set(COMMON_FLAGS)
     for method, _matrix in methods:
-        planned.update(arg[0] if isinstance(arg, list) else arg for arg in table[method]['args'])
-    for position, item in enumerate(extra_args):
-        flag = item[0] if isinstance(item, list) else item
-        if flag in planned:
-            _fail('extra_args[%d]' % position, 'repeats %s, which the plan sets' % flag, 'flags other than %s' % ', '.join(sorted(planned)))
+        planned.update(_flag_name(arg) for arg in table[method]['args'])
+    _check_extra_args(extra_args, planned, build)
     env = _env_items(spec.get('env'), 'env')
     if 'CUDA_VISIBLE_DEVICES' in env:
         _fail('env.CUDA_VISIBLE_DEVICES', 'is set by the plan (GPUs by UUID)', 'any other variable')
@@ -580,6 +655,7 @@ def _stage(plan, table, tp, indices, why_not, host, method, params, port, stoppa
         'env': env,
         'workload': dict(plan['workload']),
         'concurrency': list(plan['concurrency']),
+        'sglang_build': dict(plan['sglang_build']),
         'feasible': reason is None,
         'reason': reason,
         'fit': fit,
@@ -589,10 +665,33 @@ def _stage(plan, table, tp, indices, why_not, host, method, params, port, stoppa
     }
 
 
-def campaign_plan(facts, spec, methods=None, stoppable=None, base_port=DEFAULT_BASE_PORT, model_bytes=None, strict=True):
+def _build(build, methods, sglang_version, sglang_python):
+    """The SGLang build profile the stages are made for (None: a user's own method table and no build named)."""
+    if build is not None and not isinstance(build, str):
+        _fail('sglang_build', 'is %r' % (build,), 'the name of a build profile')
+    if not build and methods:
+        return None
+    try:
+        return builds.select(builds.load_builds(), name=build or None, version=sglang_version, python=sglang_python)
+    except builds.BuildError as exc:
+        raise AnsibleFilterError('campaign_plan: %s' % exc)
+
+
+def campaign_plan(facts, spec, methods=None, stoppable=None, base_port=DEFAULT_BASE_PORT, model_bytes=None, strict=True,
+                  build=None, sglang_version=None, sglang_python=None):
     """The ordered stages of a campaign on one host: TP entries in spec order, then methods, then parameter values."""
-    table = _method_table(methods)
-    plan = _validate(spec, table)
+    profile = _build(build, methods, sglang_version, sglang_python)
+    table = _method_table(methods or profile['methods'])
+    if profile is not None:
+        _check_table_flags(table, profile)
+    plan = _validate(spec, table, profile)
+    plan['sglang_build'] = {
+        'name': profile['name'] if profile else 'custom',
+        'description': profile['description'] if profile else 'the method table given to the plan (plan_methods)',
+        'release': profile['sglang_version'] if profile else None,
+        'version': sglang_version,
+        'python': sglang_python,
+    }
     stoppable = _spec_stoppable(stoppable)
     if not _is_int(base_port) or not 1024 <= base_port <= 65535:
         _fail('base_port', 'is %r' % (base_port,), 'a port number in 1024-65535')

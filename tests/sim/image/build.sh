@@ -31,6 +31,10 @@ while IFS= read -r -d '' f; do sim_inputs+=("$f"); done < <(
   find "$sim/nvidia_smi" "$sim/layouts" "$sim/sglang_emulator" "$sim/image/rootfs" -type f \
     ! -name '*.pyc' ! -path '*/__pycache__/*' -print0 | sort -z)
 sim_inputs+=("$sim/trainer/sim_trainer.py")
+# the SGLang build profiles and option lists the emulator's parser is made from
+builds=$repo/plugins/plugin_utils/sglang_builds
+sim_inputs+=("$repo/plugins/plugin_utils/sglang_build.py" "$builds/builds.yml")
+while IFS= read -r -d '' f; do sim_inputs+=("$f"); done < <(find "$builds" -name '*.options.json' -print0 | sort -z)
 sim_hash=$( { echo "$base_hash"; for f in "${sim_inputs[@]}"; do
   printf '%s %s\n' "${f#"$repo"/}" "$(sha256sum < "$f" | cut -c1-64)"; done; } | sha256sum | cut -c1-16)
 sim_ref="$name:$sim_hash"
@@ -66,7 +70,18 @@ fi
 
 if ! podman image exists "$sim_ref"; then
   log "building sim image $sim_ref"
-  podman build --quiet --pull=never --build-arg "BASE=$base_ref" -f "$here/Containerfile" -t "$sim_ref" "$sim" >/dev/null
+  # The context: tests/sim plus the merged option list of every build (release options + the build's own flags).
+  context=$(mktemp -d /var/tmp/specdec-sim-context.XXXXXX)
+  trap 'rm -rf "$context"' EXIT
+  cp -a "$sim/nvidia_smi" "$sim/layouts" "$sim/sglang_emulator" "$sim/image" "$sim/trainer" "$context/"
+  "${PYTHON:-$repo/.venv/bin/python}" -c 'import importlib.util, sys
+spec = importlib.util.spec_from_file_location("sglang_build", sys.argv[1])
+module = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(module)
+module.write_option_lists(sys.argv[2])' "$repo/plugins/plugin_utils/sglang_build.py" "$context/sglang_builds"
+  podman build --quiet --pull=never --build-arg "BASE=$base_ref" -f "$here/Containerfile" -t "$sim_ref" "$context" >/dev/null
+  rm -rf "$context"
+  trap - EXIT
 fi
 podman tag "$sim_ref" "$name:latest"
 mkdir -p "$cache"

@@ -13,6 +13,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -26,8 +27,17 @@ sys.path.insert(0, str(EMULATOR))
 
 from sglang import _sim_gpu as sim_gpu  # noqa: E402
 from sglang import _sim_model as sim_model  # noqa: E402
+from sglang.srt import server_args as sim_server_args  # noqa: E402
+
+from ansible_collections.specdec.bench.plugins.plugin_utils import sglang_build  # noqa: E402
 
 DEADLINE_S = 10.0
+# The emulator's parser is made from these: the option lists of every build profile, as the sim image has them.
+OPTIONS_DIR = Path(tempfile.mkdtemp(prefix="specdec-sim-options-"))
+sglang_build.write_option_lists(str(OPTIONS_DIR))
+sim_server_args.OPTIONS_DIR = str(OPTIONS_DIR)  # the parser made in this process reads them too
+# The simulated CT200's build: the release's options plus DDTree's (tests below pick others)
+TEST_BUILD = "sglang-ddtree-pr29907"
 GPU_TOTAL_MIB = 97887
 LAYOUT = {
     "driver_version": "580.95.05",
@@ -76,6 +86,8 @@ class Emulator:
             "SIM_SGLANG_LOAD_SECONDS": load_seconds,
             "SIM_SGLANG_TIME_SCALE": "0.02",
             "SIM_SGLANG_CHECK_MEMORY": "0",
+            "SIM_SGLANG_OPTIONS_DIR": str(OPTIONS_DIR),
+            "SIM_SGLANG_BUILD": TEST_BUILD,
             "CUDA_VISIBLE_DEVICES": "0",
         })
         full_env.update(env or {})
@@ -172,13 +184,12 @@ class Emulator:
 
 @pytest.fixture(scope="module")
 def dflash(tmp_path_factory):
-    """A DFLASH server, as the collection starts one, plus an unknown argument."""
+    """A DFLASH server, as the collection starts one for SGLang 0.5.23."""
     emu = Emulator(tmp_path_factory.mktemp("dflash"), [
         "--tp-size", "1", "--mem-fraction-static", "0.88",
         "--speculative-algorithm", "DFLASH", "--speculative-draft-model-path", "z-lab/Qwen3.6-27B-DFlash",
-        "--speculative-num-draft-tokens", "16", "--mamba-scheduler-strategy", "extra_buffer",
-        "--some-future-flag", "x",
-    ], load_seconds="1.0")
+        "--speculative-num-draft-tokens", "16", "--speculative-dflash-block-size", "16",
+    ], env={"SIM_SGLANG_BUILD": "sglang-0.5.23"}, load_seconds="1.0")
     try:
         emu.wait_ready()
         yield emu
@@ -325,9 +336,45 @@ def test_startup_logs_look_like_sglang(dflash):
         assert line in out
 
 
-def test_unknown_arguments_are_ignored_with_a_warning(dflash):
-    assert "--some-future-flag x" in dflash.stderr()
-    assert "unknown" in dflash.stderr()
+def _refused(tmp_path, args, build):
+    """Run the emulator with args until it exits; (exit status, stderr)."""
+    emu = Emulator(tmp_path, args, env={"SIM_SGLANG_BUILD": build})
+    try:
+        status = emu.proc.wait(timeout=DEADLINE_S)
+    finally:
+        emu.stop()
+    return status, emu.stderr()
+
+
+def test_a_flag_sglang_0523_does_not_know_exits_2_as_sglang_does(tmp_path):
+    # the flag the collection used to write, renamed in 0.5.23 (--mamba-radix-cache-strategy)
+    status, err = _refused(tmp_path, ["--mamba-scheduler-strategy", "extra_buffer"], "sglang-0.5.23")
+    assert status == 2
+    assert err.startswith("usage: sglang serve ")
+    assert err.rstrip().endswith("sglang serve: error: unrecognized arguments: --mamba-scheduler-strategy extra_buffer")
+
+
+def test_ddtree_flags_are_refused_by_the_release_and_accepted_by_the_ddtree_build(tmp_path):
+    status, err = _refused(tmp_path, ["--speculative-ddtree-budget", "64"], "sglang-0.5.23")
+    assert status == 2 and "unrecognized arguments: --speculative-ddtree-budget 64" in err
+    parser = sim_server_args.make_parser(TEST_BUILD)
+    assert parser.parse_args(["--model-path", "/m", "--speculative-ddtree-budget", "64"]).speculative_ddtree_budget == 64
+
+
+def test_a_bad_choice_is_refused_with_the_choices(tmp_path):
+    status, err = _refused(tmp_path, ["--mamba-radix-cache-strategy", "always"], "sglang-0.5.23")
+    assert status == 2
+    assert "argument --mamba-radix-cache-strategy: invalid choice: 'always'" in err
+
+
+@pytest.mark.parametrize("argv, dest, value", [
+    (["--hos", "0.0.0.0"], "host", "0.0.0.0"),                        # an abbreviation, as argparse allows
+    (["--tensor-parallel-size", "8"], "tp_size", 8),                  # an alias of --tp-size
+    (["--speculative-draft-model", "/d"], "speculative_draft_model_path", "/d"),
+])
+def test_abbreviations_and_aliases_parse_as_in_sglang(argv, dest, value):
+    parsed = sim_server_args.make_parser("sglang-0.5.23").parse_args(["--model-path", "/m"] + argv)
+    assert getattr(parsed, dest) == value
 
 
 def test_claim_is_written_after_load(dflash):

@@ -1,13 +1,16 @@
 """An emulator of the SGLang server for tests with no GPU (see tests/sim/README.md).
 
-Only ``python3 -m sglang.launch_server ...`` is provided, with SGLang's flags (unknown ones are
-ignored with a warning on stderr) and its HTTP API: /health, /health_generate, /model_info,
+Only ``python3 -m sglang.launch_server ...`` is provided, with the flags of the SGLang build the host
+simulates (``sglang.srt.server_args``: the option list generated from real SGLang's parser, plus the build's
+own; an unknown flag exits with status 2 and argparse's message, as in SGLang) and its HTTP API: /health, /health_generate, /model_info,
 /server_info, /flush_cache, /v1/models, /generate, /v1/completions, /v1/chat/completions, /metrics.
 The "+sim" version marks it as the emulator.
 
 What SGLang has no flag for comes from the environment:
 
     SIM_SGLANG_LOAD_SECONDS   2      start -> ready; every route answers 503 meanwhile
+    SIM_SGLANG_BUILD          -      the build whose flags are accepted; else /etc/sim-sglang/build, else sglang-0.5.23
+    SIM_SGLANG_OPTIONS_DIR    /usr/share/sim-sglang/builds   where <build>.json option lists are
     SIM_SGLANG_FAULT          ""     fail_start | crash | never_ready
     SIM_SGLANG_CRASH_AFTER    3      crash: generate requests served before the one that dies mid-stream
                                      (a streamed one dies only once its client was sent the tokens so far)

@@ -27,6 +27,7 @@ from . import __version__
 from . import _sim_gpu as gpu
 from . import _sim_model as model
 from ._sim_engine import Engine, GenRequest, detokenize
+from .srt import server_args
 
 SPEC_NEEDS_DRAFT = ("DFLASH", "DDTREE", "EAGLE", "EAGLE3", "STANDALONE", "DSPARK")
 DEFAULT_MAX_NEW_TOKENS = 128
@@ -46,60 +47,12 @@ class StartupError(Exception):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m sglang.launch_server", allow_abbrev=False)
-    add = p.add_argument
-    add("--model-path", "--model", dest="model_path", required=True)
-    add("--tokenizer-path", default=None)
-    add("--tokenizer-mode", default="auto")
-    add("--skip-tokenizer-init", action="store_true")
-    add("--load-format", default="auto")
-    add("--trust-remote-code", action="store_true")
-    add("--context-length", type=int, default=None)
-    add("--dtype", default="auto")
-    add("--kv-cache-dtype", default="auto")
-    add("--served-model-name", default=None)
-    add("--revision", default=None)
-    add("--host", default="127.0.0.1")
-    add("--port", type=int, default=30000)
-    add("--mem-fraction-static", type=float, default=None)
-    add("--max-running-requests", type=int, default=None)
-    add("--max-total-tokens", type=int, default=None)
-    add("--chunked-prefill-size", type=int, default=None)
-    add("--max-prefill-tokens", type=int, default=16384)
-    add("--schedule-policy", default="fcfs")
-    add("--page-size", type=int, default=None)
-    add("--tp-size", "--tensor-parallel-size", "--tp", dest="tp_size", type=int, default=1)
-    add("--dp-size", "--data-parallel-size", "--dp", dest="dp_size", type=int, default=1)
-    add("--pp-size", "--pipeline-parallel-size", dest="pp_size", type=int, default=1)
-    add("--ep-size", "--expert-parallel-size", dest="ep_size", type=int, default=1)
-    add("--base-gpu-id", type=int, default=0)
-    add("--load-balance-method", default="round_robin")
-    add("--random-seed", type=int, default=None)
-    add("--log-level", default="info")
-    add("--log-level-http", default=None)
-    add("--log-requests", action="store_true")
-    add("--decode-log-interval", type=int, default=40)
-    add("--enable-metrics", action="store_true")
-    add("--api-key", default=None)
-    add("--attention-backend", default=None)
-    add("--disable-cuda-graph", action="store_true")
-    add("--cuda-graph-max-bs", type=int, default=None)
-    add("--disable-radix-cache", action="store_true")
-    add("--enable-torch-compile", action="store_true")
-    add("--watchdog-timeout", type=float, default=300)
-    add("--mamba-scheduler-strategy", default="auto")
-    add("--speculative-algorithm", default=None)
-    add("--speculative-draft-model-path", "--speculative-draft-model", dest="speculative_draft_model_path",
-        default=None)
-    add("--speculative-num-steps", type=int, default=None)
-    add("--speculative-eagle-topk", type=int, default=None)
-    add("--speculative-num-draft-tokens", type=int, default=None)
-    add("--speculative-dflash-block-size", type=int, default=None)
-    add("--speculative-ddtree-budget", type=int, default=None)
-    add("--speculative-ddtree-topk", type=int, default=None)
-    add("--speculative-dflash-enable-ddtree", action="store_true")
-    add("--speculative-attention-mode", default="prefill")
-    return p
+    """SGLang's own server parser for the host's build (sglang.srt.server_args): strict, as SGLang is."""
+    return server_args.make_parser()
+
+
+# What the emulator reads that a build may not have as an option (DDTree's flags exist in DDTree builds only).
+_OPTIONAL_KEYS = ("speculative_ddtree_budget", "speculative_ddtree_topk", "speculative_dflash_enable_ddtree")
 
 
 def _env_float(name: str, default: Optional[float]) -> Optional[float]:
@@ -136,6 +89,8 @@ def weights_bytes(path: Optional[str]) -> Optional[float]:
 def resolve(ns: argparse.Namespace) -> dict:
     """The server arguments with SGLang's defaults resolved (what /server_info reports)."""
     args = dict(vars(ns))
+    for key in _OPTIONAL_KEYS:
+        args.setdefault(key, None)
     args["tokenizer_path"] = args["tokenizer_path"] or args["model_path"]
     args["served_model_name"] = args["served_model_name"] or args["model_path"]
     if args["mem_fraction_static"] is None:
@@ -208,9 +163,8 @@ class Log:
 
 
 class SimServer:
-    def __init__(self, args: dict, unknown: List[str], log: Log):
+    def __init__(self, args: dict, log: Log):
         self.args = args
-        self.unknown = unknown
         self.log = log
         self.state = "loading"  # loading -> ready -> shutting_down
         self.startup_time = time.time()
@@ -1082,13 +1036,11 @@ class _Server6(_Server):
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    ns, unknown = build_parser().parse_known_args(argv)
-    if unknown:
-        sys.stderr.write("WARNING: sglang emulator %s ignores unknown arguments: %s\n" % (__version__, " ".join(unknown)))
-        sys.stderr.flush()
+    # an unknown or malformed flag: argparse's usage line and error on stderr, exit status 2, as SGLang
+    ns = build_parser().parse_args(argv)
     args = resolve(ns)
     log = Log(args["log_level"])
-    sim = SimServer(args, unknown, log)
+    sim = SimServer(args, log)
     log("server_args=%s" % sim.server_args_repr())
 
     def on_signal(signum, _frame):

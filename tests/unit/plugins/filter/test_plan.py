@@ -17,6 +17,7 @@ from ansible.errors import AnsibleFilterError
 from ansible.module_utils import _internal as _module_internal
 from ansible_collections.specdec.bench.plugins.filter.plan import campaign_plan, fit_tp, safetensors_total_size
 from ansible_collections.specdec.bench.plugins.module_utils._systemd import normalize_unit_name
+from ansible_collections.specdec.bench.plugins.plugin_utils import sglang_build
 
 # Importing controller code (ansible.errors) flips module_utils into controller mode for the whole test process, and
 # module tests run later then lose their warnings to Display. Filters run on the controller: only they get that mode.
@@ -30,8 +31,9 @@ def _controller_mode(monkeypatch):
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
 
-with open(os.path.join(REPO_ROOT, 'roles', 'sglang_unit', 'defaults', 'main.yml'), encoding='utf-8') as _handle:
-    METHODS = yaml.safe_load(_handle)['sglang_unit_methods']
+# The DDTree build's table: the one of the three methods (the CT200 campaign sweeps all three)
+DDTREE_BUILD = 'sglang-ddtree-pr29907'
+METHODS = sglang_build.load_builds()[DDTREE_BUILD]['methods']
 
 CT200_UUIDS = [
     'GPU-bc087a02-3415-49ca-a6cd-1c580bad0d02', 'GPU-4447412d-cc78-484c-9c29-ae1f9e2248aa',
@@ -94,7 +96,8 @@ def a100_spec():
 
 
 def plan(facts=None, spec=None, **kwargs):
-    kwargs.setdefault('methods', METHODS)
+    if 'methods' not in kwargs:
+        kwargs.setdefault('build', DDTREE_BUILD)
     return campaign_plan(ct200_facts() if facts is None else facts, ct200_spec() if spec is None else spec, **kwargs)
 
 
@@ -212,7 +215,7 @@ def test_ct200_sglang_args_and_env_come_from_the_method_table():
     dflash = stages['tp4-dflash-n16']
     assert dflash['sglang_args'] == common(dflash) + [
         ['--speculative-algorithm', 'DFLASH'], ['--speculative-draft-model-path', '/models/Qwen3.6-27B-DFlash'],
-        ['--speculative-num-draft-tokens', '16'], ['--mamba-scheduler-strategy', 'extra_buffer']]
+        ['--speculative-num-draft-tokens', '16'], ['--speculative-dflash-block-size', '16']]
     assert dflash['env']['SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN'] == '1' and dflash['params'] == {'num_draft_tokens': 16}
     ddtree = stages['tp4-ddtree-b64-k4']
     assert ddtree['sglang_args'] == common(ddtree) + [
@@ -448,7 +451,7 @@ def test_a100_tp8_is_refused_listing_the_allowed_sizes():
     ({'ddtree': {'params': {'budget': {'type': 'str'}}}}, ['ddtree.params.budget.type', 'allowed: int']),
     ({'ddtree': {'flags': []}}, ['method table ddtree', 'allowed keys: args, env, params']),
     ({'dd tree': {}}, ['method table key', '[a-z0-9][a-z0-9._-]*']),
-    (None, ['methods (the per-method table, sglang_unit_methods)']),
+    (None, ['no SGLang version was found', 'sglang-0.5.23 (0.5.23)', 'sglang-ddtree-pr29907 (by name only)']),
 ])
 def test_invalid_method_table_is_refused(table, fragments):
     spec = ct200_spec()
@@ -469,3 +472,163 @@ def test_invalid_method_table_is_refused(table, fragments):
 def test_invalid_options_are_refused(kwargs, fragment):
     with pytest.raises(AnsibleFilterError, match=re.escape(fragment)):
         plan(**kwargs)
+
+
+# --- SGLang build profiles ----------------------------------------------------------------------------------------
+
+def test_the_build_is_picked_from_the_sglang_version_found_local_version_ignored():
+    spec = a100_spec_release()
+    stages = campaign_plan(a100_facts(), spec, sglang_version='0.5.23+sim', sglang_python='/opt/sglang/bin/python')
+    assert {stage['sglang_build']['name'] for stage in stages} == {'sglang-0.5.23'}
+    assert stages[0]['sglang_build']['version'] == '0.5.23+sim'
+    assert stages[0]['sglang_build']['python'] == '/opt/sglang/bin/python'
+    dflash = [stage for stage in stages if stage['method'] == 'dflash'][0]
+    flags = [arg[0] if isinstance(arg, list) else arg for arg in dflash['sglang_args']]
+    assert '--mamba-scheduler-strategy' not in flags and '--speculative-dflash-block-size' in flags
+
+
+def a100_spec_release():
+    spec = yaml.safe_load('''
+campaign: qwen36-a100
+model: {path: /models/Qwen3.6-27B, bytes: 55000000000}
+draft: {path: /models/Qwen3.6-27B-DFlash}
+tp: [{size: 2}]
+methods: {autoregressive: {}, dflash: {num_draft_tokens: [8, 16]}}
+workload: {input_len: 128, output_len: 64, num_prompts: 8}
+concurrency: [1]
+''')
+    return spec
+
+
+@pytest.mark.parametrize('kwargs, fragments', [
+    ({'sglang_version': '0.4.9', 'sglang_python': '/opt/sglang/bin/python'},
+     ['no SGLang build profile matches SGLang 0.4.9 found in /opt/sglang/bin/python',
+      'sglang-0.5.23 (0.5.23)', 'sglang-ddtree-pr29907 (by name only)', 'plan_methods']),
+    ({'build': 'sglang-9.9'}, ['sglang_build is \'sglang-9.9\'', 'allowed: sglang-0.5.23 (0.5.23)']),
+])
+def test_no_matching_build_is_refused_naming_the_version_and_the_profiles(kwargs, fragments):
+    with pytest.raises(AnsibleFilterError) as error:
+        campaign_plan(a100_facts(), a100_spec_release(), **kwargs)
+    for fragment in fragments:
+        assert fragment in str(error.value), (fragment, str(error.value))
+
+
+def test_the_release_has_no_ddtree_method():
+    with pytest.raises(AnsibleFilterError) as error:
+        campaign_plan(ct200_facts(), ct200_spec(), sglang_version='0.5.23', stoppable=['ddtree-qwen.service'])
+    assert 'methods.ddtree is not a known method; allowed: autoregressive, dflash' in str(error.value)
+
+
+def test_a_table_flag_the_build_does_not_know_is_refused_at_plan_time():
+    table = {'autoregressive': {}, 'dflash': {'args': [['--speculative-algorithm', 'DFLASH'],
+                                                       ['--mamba-scheduler-strategy', 'extra_buffer']]}}
+    spec = a100_spec_release()
+    spec['methods'] = {'autoregressive': {}, 'dflash': {}}
+    with pytest.raises(AnsibleFilterError) as error:
+        campaign_plan(a100_facts(), spec, methods=table, build='sglang-0.5.23')
+    assert 'method table dflash.args[1] is --mamba-scheduler-strategy, which SGLang 0.5.23 (build sglang-0.5.23) does not know' \
+        in str(error.value)
+
+
+def test_every_profile_flag_is_an_option_of_its_build():
+    for name, profile in sglang_build.load_builds().items():
+        for method, entry in profile['methods'].items():
+            for item in entry['args']:
+                flag = item[0] if isinstance(item, list) else item
+                assert sglang_build.resolve_flag(profile['options'], flag)[0] == 'exact', (name, method, flag)
+
+
+def test_the_stages_record_the_build():
+    stages = plan()
+    assert stages[0]['sglang_build'] == {
+        'name': DDTREE_BUILD, 'release': '0.5.23', 'version': None, 'python': None,
+        'description': sglang_build.load_builds()[DDTREE_BUILD]['description']}
+
+
+@pytest.mark.parametrize('extra, fragments', [
+    ([['--hos', '0.0.0.0']], ['extra_args[0] is --hos', 'reads as --host (an abbreviation of it), which the plan sets']),
+    ([['--tensor-parallel-size', '8']], ['extra_args[0] is --tensor-parallel-size', 'reads as --tp-size (an alias of it)']),
+    ([['--model', '/other']], ['reads as --model-path (an alias of it)']),
+    ([['--speculative-draft-model', '/x']], ['reads as --speculative-draft-model-path (an alias of it)']),
+    ([['--mem-frac', '0.5']], ['reads as --mem-fraction-static (an abbreviation of it)']),
+    ([['--mamba-scheduler-strategy', 'extra_buffer']],
+     ['extra_args[0] is --mamba-scheduler-strategy, which SGLang 0.5.23 (build sglang-ddtree-pr29907) does not know']),
+    ([['--speculative-d', 'x']], ['finds ambiguous (it could match']),
+])
+def test_extra_args_cannot_set_what_the_plan_sets_by_alias_or_abbreviation(extra, fragments):
+    spec = ct200_spec()
+    spec['extra_args'] = extra
+    with pytest.raises(AnsibleFilterError) as error:
+        plan(spec=spec)
+    for fragment in fragments:
+        assert fragment in str(error.value), (fragment, str(error.value))
+
+
+def test_extra_args_of_other_options_pass():
+    spec = ct200_spec()
+    spec['extra_args'] = [['--mamba-radix-cache-strategy', 'extra_buffer'], '--disable-radix-cache', ['--watchdog-timeout', 600]]
+    stage = by_id(plan(spec=spec))['tp1-autoregressive']
+    assert stage['sglang_args'][-3:] == [['--mamba-radix-cache-strategy', 'extra_buffer'], '--disable-radix-cache',
+                                         ['--watchdog-timeout', '600']]
+
+
+def test_without_a_build_abbreviations_of_planned_flags_are_still_refused():
+    spec = ct200_spec()
+    spec['methods'] = {'autoregressive': {}}
+    spec['extra_args'] = [['--hos', '0.0.0.0']]
+    with pytest.raises(AnsibleFilterError) as error:
+        campaign_plan(ct200_facts(), spec, methods={'autoregressive': {}}, stoppable=['ddtree-qwen.service'])
+    assert 'an abbreviation of --host, which the plan sets' in str(error.value)
+
+
+# --- what reaches a unit file, and numbers that mean nothing ---------------------------------------------------------
+
+@pytest.mark.parametrize('path, value', [
+    (('env', 'X'), 'x\rExecStartPre=/usr/bin/touch /tmp/PWNED\r#'),
+    (('env', 'X'), 'a\x00b'),
+    (('env', 'X'), 'a\u2028b'),
+    (('model', 'path'), '/models/q\rExecStartPre=/bin/true'),
+    (('draft', 'path'), '/models/d\x0bx'),
+    (('description',), 'two\rlines'),
+])
+def test_control_characters_never_reach_a_unit(path, value):
+    spec = ct200_spec()
+    target = spec
+    for key in path[:-1]:
+        target = target.setdefault(key, {}) if isinstance(target.get(key), dict) or key not in target else target[key]
+    target[path[-1]] = value
+    with pytest.raises(AnsibleFilterError) as error:
+        plan(spec=spec)
+    assert 'no control characters' in str(error.value), str(error.value)
+
+
+def test_a_control_character_in_an_extra_arg_value_is_refused():
+    spec = ct200_spec()
+    spec['extra_args'] = [['--cuda-graph-max-bs', '16\r--host=0.0.0.0']]
+    with pytest.raises(AnsibleFilterError) as error:
+        plan(spec=spec)
+    assert 'extra_args[0][1]' in str(error.value) and 'no control characters' in str(error.value)
+
+
+@pytest.mark.parametrize('path, value', [
+    (('min_kv_headroom_gib',), float('nan')),
+    (('mem_fraction',), float('nan')),
+    (('workload', 'request_rate'), float('nan')),
+    (('min_kv_headroom_gib',), float('inf')),
+    (('model', 'bytes'), float('inf')),
+])
+def test_non_finite_numbers_are_refused_by_one_check(path, value):
+    spec = ct200_spec()
+    target = spec
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = value
+    with pytest.raises(AnsibleFilterError) as error:
+        plan(spec=spec)
+    assert "%s is %r; allowed: a finite number" % ('.'.join(path), value) in str(error.value)
+
+
+def test_an_infinite_request_rate_means_all_at_once():
+    spec = ct200_spec()
+    spec['workload']['request_rate'] = float('inf')
+    assert {stage['workload']['request_rate'] for stage in plan(spec=spec)} == {'inf'}
