@@ -28,6 +28,8 @@ except ImportError:  # pragma: no cover - ansible-core requires PyYAML
 LAYOUT_FILE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
                            'roles', 'results_dir', 'defaults', 'main.yml')
 display = Display()
+# One warning per skipped file up to this many; all of them are in skipped_files and report.md.
+MAX_SKIPPED_WARNINGS = 10
 ARGS = ('campaign', 'results_dir', 'output_dir', 'hosts', 'compare_to', 'baseline_method', 'plots', 'layout')
 
 
@@ -62,9 +64,10 @@ class ActionModule(ActionBase):
         except TypeError as exc:
             raise AnsibleActionFail('plots is %r; allowed: true or false' % (args.get('plots'),)) from exc
         output_dir = os.path.abspath(os.path.expanduser(to_text(args['output_dir'])))
+        results_dir = os.path.abspath(os.path.expanduser(to_text(args['results_dir'])))
         try:
             made = generate(
-                os.path.abspath(os.path.expanduser(to_text(args['results_dir']))), args['campaign'], output_dir, layout,
+                results_dir, args['campaign'], output_dir, layout,
                 hosts=hosts, compare_to=args.get('compare_to') or None,
                 baseline_method=args.get('baseline_method') or BASELINE_METHOD, plots=plots)
         except ReportError as exc:
@@ -72,6 +75,13 @@ class ActionModule(ActionBase):
         except OSError as exc:
             raise AnsibleActionFail('cannot write the report to %s: %s' % (output_dir, exc)) from exc
         report = made['report']
+        skipped = [{'path': os.path.join(results_dir, *item['path'].split('/')), 'reason': item['reason']}
+                   for item in made['skipped_files']]
+        for item in skipped[:MAX_SKIPPED_WARNINGS]:
+            display.warning('report: skipped %s: %s' % (item['path'], item['reason']))
+        if len(skipped) > MAX_SKIPPED_WARNINGS:
+            display.warning('report: %d more file(s) skipped, listed in skipped_files and in %s' % (
+                len(skipped) - MAX_SKIPPED_WARNINGS, made['files']['report.md']))
         result.update(
             changed=bool(made['changed']),
             files=made['files'],
@@ -83,6 +93,7 @@ class ActionModule(ActionBase):
             not_measured=report['not_measured'],
             best=report['best'],
             summary_lines=made['lines'],
+            skipped_files=skipped,
         )
         if made['plots_skipped']:
             result['plots_skipped'] = made['plots_skipped']

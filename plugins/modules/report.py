@@ -20,8 +20,17 @@ description:
     concurrency; it is left empty when that baseline was not measured, never guessed.
   - A row is C(ok) when its stage ran and the harness completed every prompt at that concurrency; failed,
     infeasible and never-run stages are rows too, with their status and reason, and C(report.md) lists them.
+  - Every collected file is checked against the schema of its kind (C(campaign.json), C(status.json), C(result-c<N>.json),
+    C(server_info.json), C(gpus.json): the types and values the stages write) before it is used. A file that cannot be
+    read, is not JSON or is not of its schema is skipped as if absent and named with the reason in RV(skipped_files), a
+    warning, C(report.md) and C(results.json). The rows of a skipped C(status.json) or result file have the status
+    C(invalid) and that reason; without C(campaign.json) the stages are the folders found.
+  - Text that came from a host (failure reasons, settings, versions, GPU names, folder names) is escaped in C(report.md)
+    (C(<), C(>), C(&) as HTML entities, table pipes, Markdown's backslash, backtick and brackets) and in C(report.tex).
   - The report is a pure function of the collected files; a file is rewritten only when its content changed, so
     running it again on the same results reports no change.
+  - The files are written as a set. All are made first; the changed ones are written into a temporary folder inside
+    O(output_dir) and only then renamed into place, so a failure leaves the previous report whole.
   - The plots need matplotlib on the controller; without it the other files are written and RV(plots_skipped) says why.
   - In check mode the report is written too, since it changes no host, only files on the controller.
 author:
@@ -137,6 +146,20 @@ summary_lines:
   type: list
   elements: str
   sample: ["ct200 TP1 c=1: best DDTree B=64 k=4 88.1 tok/s, 2.31x"]
+skipped_files:
+  description:
+    - The collected files that were not used (of the campaign and of O(compare_to)), with why; also listed in C(report.md).
+  returned: success
+  type: list
+  elements: dict
+  contains:
+    path:
+      description: The file's path on the controller.
+      type: str
+    reason:
+      description: Why it was skipped (unreadable, not valid JSON, or which field is not what the stage writes).
+      type: str
+  sample: [{path: /work/results/ct200/qwen36-ct200/tp1-autoregressive/status.json, reason: "the document is a list; allowed: an object"}]
 plots_skipped:
   description: Why no plots were drawn, when none were.
   returned: when no plots were drawn

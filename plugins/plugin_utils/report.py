@@ -5,8 +5,9 @@
 """The campaign report: collected results of one or more hosts -> rows, Markdown, LaTeX, CSV, JSON, plots, comparison.
 
 Controller side, used by the specdec.bench.report action. Reading and rendering are pure functions of the
-collected folders (<results>/<host>/<campaign>/, laid out as roles/results_dir names it); only write_report writes,
-and it rewrites a file only when its content changed, so a second run with the same results changes nothing.
+collected folders (<results>/<host>/<campaign>/, laid out as roles/results_dir names it), each file checked against
+the schema of its kind (a bad one is skipped and listed); only write_set writes, the files as a set, and it rewrites a
+file only when its content changed, so a second run with the same results changes nothing.
 
 Definitions (as in the DFlash and DDTree papers):
 - speedup: output throughput (tokens/s) of a stage over that of the baseline method (autoregressive) on the same host,
@@ -24,6 +25,8 @@ import json
 import math
 import os
 import re
+import shutil
+import tempfile
 
 BASELINE_METHOD = 'autoregressive'
 ID_PATTERN = r'^[a-z0-9][a-z0-9._-]*$'
@@ -66,18 +69,205 @@ class ReportError(ValueError):
 
 # ---------------------------------------------------------------------------------------------------------------
 # Reading the collected results
+#
+# Every file is checked against the schema of its kind before the report uses it: one pure check per kind (check_plan,
+# check_status, check_result, check_server_info, check_gpus) returns None or why the document is not of its kind. A
+# file that is unreadable, not JSON or not of its kind is skipped as if it were absent, and listed with its path and
+# reason (skipped_files in the report, report.md, results.json and the action's return).
 
-def _read_json(path):
-    """The JSON document at path, None when the file is absent; a broken file is an error naming it."""
-    try:
-        with open(path, 'rb') as handle:
-            data = handle.read()
-    except FileNotFoundError:
+STAGE_ID_RE = re.compile(r'^[A-Za-z0-9][A-Za-z0-9._-]*$')
+# Of a result file's keys that the report reads, the counts and the texts; the others are finite numbers or null.
+RESULT_COUNTS = ('completed', 'failed', 'num_prompts')
+RESULT_TEXTS = ('accept_length_source', 'harness')
+
+
+def _what(value):
+    """A value as a message names it: a container by its kind, anything else as it is."""
+    if isinstance(value, (dict, list)):
+        return 'a %s' % type(value).__name__
+    return repr(value)
+
+
+def _bad(field, value, allowed):
+    return '%s is %s; allowed: %s' % (field, _what(value), allowed)
+
+
+def _is_count(value, minimum=0):
+    return isinstance(value, int) and not isinstance(value, bool) and value >= minimum
+
+
+def _is_finite(value):
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _optional_str(doc, key):
+    return None if doc.get(key) is None or isinstance(doc[key], str) else _bad(key, doc[key], 'a string or null')
+
+
+def _first(reasons):
+    return next((reason for reason in reasons if reason), None)
+
+
+def _check_object(doc):
+    return None if isinstance(doc, dict) else _bad('the document', doc, 'an object')
+
+
+def _check_stage(stage, field):
+    """One stage of campaign.json (as specdec.bench.campaign_plan makes it), the keys the report reads."""
+    if not isinstance(stage, dict):
+        return _bad(field, stage, 'an object (a stage)')
+    if not isinstance(stage.get('id'), str) or not STAGE_ID_RE.match(stage['id']):
+        return _bad(field + '.id', stage.get('id'), 'a stage id matching %s (it names the stage folder)' % STAGE_ID_RE.pattern)
+    if stage.get('tp') is not None and not _is_count(stage['tp'], 1):
+        return _bad(field + '.tp', stage['tp'], 'a positive integer')
+    for key in ('params', 'workload'):
+        if stage.get(key) is not None and not isinstance(stage[key], dict):
+            return _bad('%s.%s' % (field, key), stage[key], 'an object')
+    for name, value in sorted((stage.get('params') or {}).items()):
+        if not _is_count(value, 1):
+            return _bad('%s.params.%s' % (field, name), value, 'a positive integer')
+    for name in ('input_len', 'output_len', 'num_prompts'):
+        value = (stage.get('workload') or {}).get(name)
+        if value is not None and not _is_count(value, 1):
+            return _bad('%s.workload.%s' % (field, name), value, 'a positive integer')
+    for key, allowed, valid in (('concurrency', 'a positive integer', lambda item: _is_count(item, 1)),
+                                ('gpus', 'a GPU UUID (a string)', lambda item: isinstance(item, str))):
+        items = stage.get(key)
+        if items is None:
+            continue
+        if not isinstance(items, list):
+            return _bad('%s.%s' % (field, key), items, 'a list')
+        for index, item in enumerate(items):
+            if not valid(item):
+                return _bad('%s.%s[%d]' % (field, key, index), item, allowed)
+    return _first(_optional_str(stage, key) for key in ('method', 'reason', 'model_path', 'draft_path'))
+
+
+def check_plan(doc):
+    """campaign.json, as the results_dir role writes it: {'stages': [stage, ...]}, stage ids distinct."""
+    reason = _check_object(doc)
+    if reason:
+        return reason
+    stages = doc.get('stages')
+    if stages is None:
         return None
-    try:
-        return json.loads(data)
-    except ValueError as exc:
-        raise ReportError('%s is not valid JSON: %s' % (path, exc)) from exc
+    if not isinstance(stages, list):
+        return _bad('stages', stages, 'a list of stages')
+    seen = set()
+    for index, stage in enumerate(stages):
+        reason = _check_stage(stage, 'stages[%d]' % index)
+        if reason:
+            return reason
+        if stage['id'] in seen:
+            return 'stages[%d].id %s repeats an earlier stage; allowed: distinct stage ids' % (index, stage['id'])
+        seen.add(stage['id'])
+    return None
+
+
+def check_status(doc):
+    """status.json, as specdec.bench.stage_record writes it: a status name and its reason."""
+    reason = _check_object(doc)
+    if reason:
+        return reason
+    if not isinstance(doc.get('status'), str) or not doc['status']:
+        return _bad('status', doc.get('status'), 'a status name (ok, failed, infeasible)')
+    return _optional_str(doc, 'reason')
+
+
+def check_result(doc):
+    """result-c<N>.json, as the harness writes it (plugins/module_utils/_harness.py): finite numbers or null."""
+    reason = _check_object(doc)
+    if reason:
+        return reason
+    if doc.get('complete') is not None and not isinstance(doc['complete'], bool):
+        return _bad('complete', doc['complete'], 'true or false')
+    for key in RESULT_NUMBERS + ('num_prompts',):
+        value = doc.get(key)
+        if value is None:
+            continue
+        if key in RESULT_TEXTS:
+            if not isinstance(value, str):
+                return _bad(key, value, 'a string or null')
+        elif key in RESULT_COUNTS:
+            if not _is_count(value):
+                return _bad(key, value, 'a count (an integer, 0 or more) or null')
+        elif not _is_finite(value):
+            return _bad(key, value, 'a finite number or null')
+    return None
+
+
+def check_server_info(doc):
+    """server_info.json, SGLang's /server_info as stage_record saved it; only the keys the report shows are checked."""
+    return _check_object(doc) or _first(_optional_str(doc, key) for key in ('version', 'model_path', 'speculative_draft_model_path'))
+
+
+def check_gpus(doc):
+    """gpus.json, the GPU snapshot stage_record writes: {'nvidia_gpus': [gpu, ...], 'nvidia_driver': {...}}."""
+    reason = _check_object(doc)
+    if reason:
+        return reason
+    gpus = doc.get('nvidia_gpus')
+    if gpus is not None and not isinstance(gpus, list):
+        return _bad('nvidia_gpus', gpus, 'a list of GPUs')
+    for index, gpu in enumerate(gpus or []):
+        field = 'nvidia_gpus[%d]' % index
+        if not isinstance(gpu, dict):
+            return _bad(field, gpu, 'an object (a GPU)')
+        if gpu.get('index') is not None and not _is_count(gpu['index']):
+            return _bad(field + '.index', gpu['index'], 'a GPU index (an integer, 0 or more)')
+        if gpu.get('memory_total_mib') is not None and not _is_count(gpu['memory_total_mib']):
+            return _bad(field + '.memory_total_mib', gpu['memory_total_mib'], 'a number of MiB (an integer)')
+        reason = _first(_optional_str(gpu, key) for key in ('uuid', 'name'))
+        if reason:
+            return '%s.%s' % (field, reason)
+    driver = doc.get('nvidia_driver')
+    if driver is not None and not isinstance(driver, dict):
+        return _bad('nvidia_driver', driver, 'an object')
+    reason = _first(_optional_str(driver or {}, key) for key in ('version', 'cuda_version'))
+    return 'nvidia_driver.%s' % reason if reason else None
+
+
+# The schema of each file of the layout (roles/results_dir results_dir_layout), by its layout key.
+SCHEMAS = {'campaign': check_plan, 'status': check_status, 'result': check_result, 'server_info': check_server_info,
+           'gpus': check_gpus}
+
+
+class _Reader:
+    """Reads the files of one results folder, each checked against its schema; keeps the skipped ones."""
+
+    def __init__(self, results_root):
+        self.results_root = results_root
+        self.skipped = []
+
+    def read(self, path, kind):
+        """The document at path when it is of its kind; None when absent or skipped (then listed in self.skipped)."""
+        try:
+            with open(path, 'rb') as handle:
+                data = handle.read()
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            return self._skip(path, 'unreadable: %s' % (exc.strerror or exc))
+        try:  # NaN and infinities parse; the schemas refuse them where the report reads a number
+            doc = json.loads(data)
+        except ValueError as exc:
+            return self._skip(path, 'not valid JSON: %s' % exc)
+        reason = SCHEMAS[kind](doc)
+        if reason:
+            return self._skip(path, reason)
+        return doc
+
+    def _skip(self, path, reason):
+        self.skipped.append({'path': os.path.relpath(path, self.results_root).replace(os.sep, '/'), 'reason': reason})
+        return None
+
+    def reason(self, path):
+        """Why the file at path was skipped, as a row gives it ('status.json skipped: ...'); None when it was not."""
+        relative = os.path.relpath(path, self.results_root).replace(os.sep, '/')
+        for item in self.skipped:
+            if item['path'] == relative:
+                return '%s skipped: %s' % (os.path.basename(path), item['reason'])
+        return None
 
 
 def _result_name_regex(layout):
@@ -96,13 +286,17 @@ def read_host(results_root, host, campaign, layout):
     """What was collected for one host and campaign: the plan and every stage's status, results and snapshots.
 
     Returns {'host', 'campaign', 'found', 'plan', 'stages': [{'stage': plan entry, 'status', 'results': {c: row},
-    'server_info', 'gpus'}]} in plan order; stage folders that the plan does not list follow, sorted.
+    'server_info', 'gpus', 'skipped': {'status': reason, 'results': {c: reason}}}], 'skipped_files': [{'path',
+    'reason'}]} in plan order; stage folders that the plan does not list follow, sorted. A file that is not of its
+    schema is skipped (None, as if absent) and listed in skipped_files with its path relative to results_root.
     """
     folder = os.path.join(results_root, host, campaign)
-    data = {'host': host, 'campaign': campaign, 'found': os.path.isdir(folder), 'plan': None, 'stages': []}
+    reader = _Reader(results_root)
+    data = {'host': host, 'campaign': campaign, 'found': os.path.isdir(folder), 'plan': None, 'stages': [],
+            'skipped_files': reader.skipped}
     if not data['found']:
         return data
-    plan = _read_json(os.path.join(folder, layout['campaign']))
+    plan = reader.read(os.path.join(folder, layout['campaign']), 'campaign')
     data['plan'] = plan
     planned = list((plan or {}).get('stages') or [])
     names = set(planned_stage['id'] for planned_stage in planned)
@@ -111,20 +305,25 @@ def read_host(results_root, host, campaign, layout):
     result_re = _result_name_regex(layout)
     for stage in planned + [_stage_from_id(name, campaign) for name in extra]:
         stage_dir = os.path.join(folder, stage['id'])
-        entry = {'stage': stage, 'status': None, 'results': {}, 'server_info': None, 'gpus': None}
+        entry = {'stage': stage, 'status': None, 'results': {}, 'server_info': None, 'gpus': None,
+                 'skipped': {'status': None, 'results': {}}}
         data['stages'].append(entry)
         if not os.path.isdir(stage_dir):
             continue
-        entry['status'] = _read_json(os.path.join(stage_dir, layout['status']))
-        if entry['status'] is not None and entry['status'].get('status') == MEASURED:
+        status_path = os.path.join(stage_dir, layout['status'])
+        entry['status'] = reader.read(status_path, 'status')
+        entry['skipped']['status'] = reader.reason(status_path)
+        if entry['status'] is not None and entry['status']['status'] == MEASURED:
             concurrencies = list(stage.get('concurrency') or [])
             if not concurrencies:
                 concurrencies = sorted(int(m.group(1)) for m in map(result_re.match, os.listdir(stage_dir)) if m)
             for concurrency in concurrencies:
-                entry['results'][concurrency] = _read_json(
-                    os.path.join(stage_dir, layout['result'].format(concurrency=concurrency)))
-            entry['server_info'] = _read_json(os.path.join(stage_dir, layout['server_info']))
-        entry['gpus'] = _read_json(os.path.join(stage_dir, layout['gpus']))
+                result_path = os.path.join(stage_dir, layout['result'].format(concurrency=concurrency))
+                entry['results'][concurrency] = reader.read(result_path, 'result')
+                if reader.reason(result_path):
+                    entry['skipped']['results'][concurrency] = reader.reason(result_path)
+            entry['server_info'] = reader.read(os.path.join(stage_dir, layout['server_info']), 'server_info')
+        entry['gpus'] = reader.read(os.path.join(stage_dir, layout['gpus']), 'gpus')
     return data
 
 
@@ -172,8 +371,14 @@ def _stage_gpus(stage, gpus_doc):
     return ' + '.join(names) or None, len(mine) or None, driver.get('version'), driver.get('cuda_version')
 
 
-def _row_status(stage_status, result):
+# The status of a row whose status.json or result file was skipped (not of its schema); its reason names the file.
+INVALID = 'invalid'
+
+
+def _row_status(stage_status, result, skipped=None):
     """The status of one (stage, concurrency) row: ok only when the run completed every prompt."""
+    if skipped:
+        return INVALID
     if stage_status is None:
         return 'not run'
     status = stage_status.get('status') or 'unknown'
@@ -192,7 +397,7 @@ def stage_rows(host, campaign, entry):
     gpu_name, gpu_count, driver, cuda = _stage_gpus(stage, entry['gpus'])
     reason = (status or {}).get('reason')
     if status is None:
-        reason = stage.get('reason') or 'no status.json: the stage never ran'
+        reason = entry['skipped']['status'] or stage.get('reason') or 'no status.json: the stage never ran'
     base = {
         'host': host, 'campaign': campaign, 'stage': stage['id'], 'method': stage.get('method'),
         'setting': setting_label(stage.get('method'), params), 'tp': stage.get('tp'),
@@ -211,8 +416,11 @@ def stage_rows(host, campaign, entry):
         row = dict.fromkeys(ROW_KEYS)
         row.update(base)
         row['concurrency'] = concurrency
-        row['status'] = _row_status(status, result)
-        if row['status'] in ('missing', 'incomplete'):
+        skipped = entry['skipped']['status'] or entry['skipped']['results'].get(concurrency)
+        row['status'] = _row_status(status, result, skipped)
+        if row['status'] == INVALID:
+            row['reason'] = skipped
+        elif row['status'] in ('missing', 'incomplete'):
             row['reason'] = ('no result file for this concurrency' if result is None else
                              'incomplete run: %s of %s prompts completed' % (result.get('completed'), result.get('num_prompts')))
         if result is not None:
@@ -299,13 +507,13 @@ def build_report(host_data, campaign, baseline_method=BASELINE_METHOD):
     not_measured = []
     for data in host_data:
         for entry in data['stages']:
-            status = (entry['status'] or {}).get('status') or 'not run'
+            status = INVALID if entry['skipped']['status'] else (entry['status'] or {}).get('status') or 'not run'
             if status != MEASURED:
                 not_measured.append({
                     'host': data['host'], 'stage': entry['stage']['id'], 'tp': entry['stage'].get('tp'),
                     'setting': setting_label(entry['stage'].get('method'), entry['stage'].get('params')),
                     'status': status,
-                    'reason': (entry['status'] or {}).get('reason') or entry['stage'].get('reason')
+                    'reason': entry['skipped']['status'] or (entry['status'] or {}).get('reason') or entry['stage'].get('reason')
                     or ('no status.json: the stage never ran' if entry['status'] is None else None),
                 })
     return {
@@ -316,6 +524,7 @@ def build_report(host_data, campaign, baseline_method=BASELINE_METHOD):
         'rows': rows,
         'not_measured': not_measured,
         'best': best_settings(rows, baseline_method),
+        'skipped_files': sorted((item for data in host_data for item in data.get('skipped_files', [])), key=lambda item: item['path']),
     }
 
 
@@ -388,14 +597,27 @@ def _best_stage(group, concurrency):
     return best
 
 
-def _md_escape(text):
-    return str(text).replace('|', '\\|').replace('\n', ' ')
+# Text from a host (reasons, settings, versions, GPU names, folder names) is data in report.md, never markup: HTML's
+# <, > and & become entities, a table pipe and Markdown's own \\ ` [ ] are backslash-escaped, line breaks are spaces.
+_MD_SPECIAL = {'&': '&amp;', '<': '&lt;', '>': '&gt;', '|': '\\|', '\\': '\\\\', '`': '\\`', '[': '\\[', ']': '\\]',
+               '\n': ' ', '\r': ' '}
+_MD_CODE_RE = re.compile(r'^[A-Za-z0-9._:/@+=, -]+$')
+
+
+def md_escape(text):
+    return ''.join(_MD_SPECIAL.get(char, char) for char in str(text))
+
+
+def _md_code(text):
+    """Text from a host as inline code when that is safe (an id, a path), else escaped plain text."""
+    text = str(text)
+    return '`%s`' % text if _MD_CODE_RE.match(text) else md_escape(text)
 
 
 def _gpu_line(env):
     if not env['gpus']:
         return 'none recorded'
-    return ', '.join('%d× %s%s' % (gpu['count'], gpu['name'], ' (%s MiB)' % gpu['memory_total_mib'] if gpu['memory_total_mib'] else '')
+    return ', '.join('%d× %s%s' % (gpu['count'], md_escape(gpu['name']), ' (%s MiB)' % gpu['memory_total_mib'] if gpu['memory_total_mib'] else '')
                      for gpu in env['gpus'])
 
 
@@ -411,28 +633,35 @@ def render_markdown(report, plots=None):
         'Settings: AR is autoregressive decoding (the baseline, τ = 1 by definition); DFlash n=… drafts a block of n tokens '
         'and verifies it linearly; DDTree B=… k=… verifies a tree of at most B draft tokens built from the top-k candidates '
         'at each DFlash position. Stage ids (`tp4-ddtree-b64-k4`) name the stage folders of the collected results.', '']
+    skipped = report.get('skipped_files') or []
+    if skipped:
+        lines += ['## Files skipped', '',
+                  '%d collected file(s) were not read: unreadable, not JSON, or not what the stage writes. Their stages show '
+                  'what is known without them.' % len(skipped), '', '| file | reason |', '| --- | --- |']
+        lines += ['| %s | %s |' % (_md_code(item['path']), md_escape(item['reason'])) for item in skipped]
+        lines.append('')
     groups = _groups(report['rows'])
     if report['best']:
         lines += ['## Best setting per host, TP and concurrency', '',
                   '| host | TP | concurrency | best setting | tok/s | speedup | τ |', '| --- | ---: | ---: | --- | ---: | ---: | ---: |']
         for best in report['best']:
             lines.append('| %s | %s | %s | %s | %s | %s | %s |' % (
-                _md_escape(best['host']), best['tp'], best['concurrency'], _md_escape(best['setting']),
+                md_escape(best['host']), best['tp'], best['concurrency'], md_escape(best['setting']),
                 _fmt(best['output_throughput'], 1), _fmt(best['speedup'], 2, '×'), _fmt(best['accept_length'])))
         lines.append('')
     for host in report['hosts']:
         env = host['environment']
-        lines += ['## Host `%s`' % host['host'], '']
+        lines += ['## Host %s' % _md_code(host['host']), '']
         if not host['found']:
             lines += ['Nothing was collected for this campaign from this host.', '']
             continue
         workload = env['workload'] or {}
         lines += [
             '- GPUs: %s' % _gpu_line(env),
-            '- NVIDIA driver %s, CUDA %s, SGLang %s' % (env['driver'] or '–', env['cuda'] or '–', env['sglang_version'] or '–'),
-            '- Model `%s`%s' % (env['model'] or '–', ', draft `%s`' % env['draft'] if env['draft'] else ''),
-            '- Workload: %s input tokens, %s output tokens, %s prompts per concurrency' % (
-                workload.get('input_len', '–'), workload.get('output_len', '–'), workload.get('num_prompts', '–')),
+            '- NVIDIA driver %s, CUDA %s, SGLang %s' % tuple(md_escape(env[key] or '–') for key in ('driver', 'cuda', 'sglang_version')),
+            '- Model %s%s' % (_md_code(env['model'] or '–'), ', draft %s' % _md_code(env['draft']) if env['draft'] else ''),
+            '- Workload: %s input tokens, %s output tokens, %s prompts per concurrency' % tuple(
+                md_escape(workload.get(key, '–')) for key in ('input_len', 'output_len', 'num_prompts')),
             '']
         host_groups = [(key, group) for key, group in groups.items() if key[0] == host['host']]
         measured = [key for key, group in host_groups if any(r['status'] == MEASURED for r in group['cells'].values())]
@@ -449,13 +678,17 @@ def render_markdown(report, plots=None):
         if missing:
             lines += ['### Not measured', '', '| stage | setting | TP | status | reason |', '| --- | --- | ---: | --- | --- |']
             for item in missing:
-                lines.append('| `%s` | %s | %s | %s | %s |' % (
-                    item['stage'], _md_escape(item['setting']), item['tp'], item['status'], _md_escape(item['reason'] or '–')))
+                lines.append('| %s | %s | %s | %s | %s |' % (
+                    _md_code(item['stage']), md_escape(item['setting']), item['tp'], md_escape(item['status']),
+                    md_escape(item['reason'] or '–')))
             lines.append('')
-        partial = [row for row in report['rows'] if row['host'] == host['host'] and row['status'] in ('missing', 'incomplete')]
+        not_run = set(item['stage'] for item in missing)
+        partial = [row for row in report['rows'] if row['host'] == host['host'] and row['stage'] not in not_run
+                   and row['status'] in ('missing', 'incomplete', INVALID)]
         if partial:
             lines += ['Runs without a complete result: ' + '; '.join(
-                '`%s` c=%s %s (%s)' % (row['stage'], row['concurrency'], row['status'], row['reason']) for row in partial), '']
+                '%s c=%s %s (%s)' % (_md_code(row['stage']), row['concurrency'], md_escape(row['status']), md_escape(row['reason']))
+                for row in partial), '']
     return '\n'.join(lines).rstrip('\n') + '\n'
 
 
@@ -466,7 +699,8 @@ def _baseline_note(group, baseline_method):
                if not any(row['concurrency'] == c and row['status'] == MEASURED for row in baseline)]
     if not missing:
         return []
-    why = '; '.join(sorted(set('`%s` %s%s' % (row['stage'], row['status'], ': %s' % row['reason'] if row['reason'] else '')
+    why = '; '.join(sorted(set('%s %s%s' % (_md_code(row['stage']), md_escape(row['status']),
+                                            ': %s' % md_escape(row['reason']) if row['reason'] else '')
                                for row in baseline if row['concurrency'] in missing))) or 'no %s stage at this TP' % baseline_method
     return ['No %s baseline measured at c=%s (%s): speedup left empty there.' % (
         baseline_method, ', '.join(str(c) for c in missing), why), '']
@@ -484,11 +718,11 @@ def _markdown_group(tp, group, baseline_method):
         for c in concurrency:
             row = group['cells'].get((stage, c))
             if row is None or row['status'] != MEASURED:
-                cells.append('– (%s)' % (row['status'] if row else 'not planned'))
+                cells.append('– (%s)' % (md_escape(row['status']) if row else 'not planned'))
                 continue
             text = '%s · %s · τ %s' % (_fmt(row['output_throughput'], 1), _fmt(row['speedup'], 2, '×'), _fmt(row['accept_length']))
             cells.append('**%s**' % text if best[c] is row else text)
-        lines.append('| %s | %s |' % (_md_escape(setting), ' | '.join(cells)))
+        lines.append('| %s | %s |' % (md_escape(setting), ' | '.join(cells)))
     lines.append('')
     lines += _baseline_note(group, baseline_method)
     lines.append('Latency (ms), median TTFT / median ITL / p99 ITL:')
@@ -503,13 +737,15 @@ def _markdown_group(tp, group, baseline_method):
                 cells.append('–')
             else:
                 cells.append('%s / %s / %s' % (_fmt(row['median_ttft_ms'], 1), _fmt(row['median_itl_ms'], 2), _fmt(row['p99_itl_ms'], 2)))
-        lines.append('| %s | %s |' % (_md_escape(setting), ' | '.join(cells)))
+        lines.append('| %s | %s |' % (md_escape(setting), ' | '.join(cells)))
     lines.append('')
     return lines
 
 
+# < > | print as other glyphs in TeX's default font encoding; a line break in a cell or caption would end a paragraph.
 _TEX_SPECIAL = {'\\': r'\textbackslash{}', '&': r'\&', '%': r'\%', '$': r'\$', '#': r'\#', '_': r'\_',
-                '{': r'\{', '}': r'\}', '~': r'\textasciitilde{}', '^': r'\textasciicircum{}'}
+                '{': r'\{', '}': r'\}', '~': r'\textasciitilde{}', '^': r'\textasciicircum{}',
+                '<': r'\textless{}', '>': r'\textgreater{}', '|': r'\textbar{}', '\n': ' ', '\r': ' '}
 
 
 def tex_escape(text):
@@ -602,7 +838,8 @@ def _signed(value, digits, suffix=''):
     return '–' if value is None else '%+.*f%s' % (digits, value, suffix)
 
 
-def render_comparison_markdown(after, before, rows):
+def render_comparison_markdown(after, before, rows, skipped=None):
+    """compare-<before>.md; skipped: the files of either campaign that were skipped ([{'path', 'reason'}])."""
     lines = ['# Campaign `%s` against `%s`' % (after, before), '',
              'Before → after per host, stage and concurrency; Δ is after minus before (throughput and latency in %). '
              'Speedups are each against their own campaign\'s baseline.', '',
@@ -611,7 +848,7 @@ def render_comparison_markdown(after, before, rows):
              '| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |']
     for row in rows:
         lines.append('| %s | %s | %s | %s | %s → %s | %s | %s → %s | %s | %s → %s | %s | %s → %s | %s |' % (
-            _md_escape(row['host']), row['tp'], _md_escape(row['setting']), row['concurrency'],
+            md_escape(row['host']), row['tp'], md_escape(row['setting']), row['concurrency'],
             _fmt(row['output_throughput_before'], 1), _fmt(row['output_throughput_after'], 1),
             _signed(row['output_throughput_delta_pct'], 1, '%'),
             _fmt(row['speedup_before']), _fmt(row['speedup_after']), _signed(row['speedup_delta'], 2),
@@ -620,8 +857,12 @@ def render_comparison_markdown(after, before, rows):
             _signed(row['median_ttft_ms_delta_pct'], 1, '%')))
     changed = [row for row in rows if row['status_before'] != row['status_after']]
     if changed:
-        lines += ['', 'Status changed: ' + '; '.join('`%s` %s c=%s: %s → %s' % (
-            row['host'], row['stage'], row['concurrency'], row['status_before'], row['status_after']) for row in changed)]
+        lines += ['', 'Status changed: ' + '; '.join('%s %s c=%s: %s → %s' % (
+            _md_code(row['host']), _md_code(row['stage']), row['concurrency'], md_escape(row['status_before']),
+            md_escape(row['status_after'])) for row in changed)]
+    if skipped:
+        lines += ['', 'Files skipped (unreadable, not JSON, or not what the stage writes): ' + '; '.join(
+            '%s (%s)' % (_md_code(item['path']), md_escape(item['reason'])) for item in skipped)]
     return '\n'.join(lines) + '\n'
 
 
@@ -865,31 +1106,47 @@ def check_id(field, value):
     return value
 
 
-def write_if_changed(path, data):
-    """Write bytes to path atomically (temp file + rename); False when it already held exactly that."""
+def _file_bytes(path):
     try:
         with open(path, 'rb') as handle:
-            if handle.read() == data:
-                return False
+            return handle.read()
     except FileNotFoundError:
-        pass
-    tmp = '%s.tmp-%d' % (path, os.getpid())
+        return None
+
+
+def _write_staged(path, data):
+    with open(path, 'wb') as handle:
+        handle.write(data)
+    os.chmod(path, 0o644)
+
+
+def write_set(folder, outputs):
+    """Write the report's files {name: bytes} into folder as a set; the names whose content changed, in order.
+
+    The changed files are first all written into a temporary folder inside folder, then renamed into place, so a
+    failure while writing leaves the previous set as it was, never a new results.csv beside an old report.md.
+    A file that already holds its bytes is not touched.
+    """
+    os.makedirs(folder, exist_ok=True)
+    changed = [name for name, data in outputs.items() if _file_bytes(os.path.join(folder, name)) != data]
+    if not changed:
+        return []
+    staging = tempfile.mkdtemp(prefix='.report-', dir=folder)
     try:
-        with open(tmp, 'wb') as handle:
-            handle.write(data)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    return True
+        for name in changed:
+            _write_staged(os.path.join(staging, name), outputs[name])
+        for name in changed:
+            os.replace(os.path.join(staging, name), os.path.join(folder, name))
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return changed
 
 
 def generate(results_root, campaign, output_dir, layout, hosts=None, compare_to=None, baseline_method=BASELINE_METHOD,
              plots=True):
     """Read, build and write the report. Returns {'files': {name: path}, 'changed': [names], 'report': report,
-    'plots_skipped': reason or None, 'lines': summary lines}."""
+    'plots_skipped': reason or None, 'lines': summary lines, 'skipped_files': [{'path', 'reason'}] of this campaign
+    and of compare_to, paths relative to results_root}. The files are written as a set (write_set)."""
     check_id('campaign', campaign)
     if compare_to is not None:
         check_id('compare_to', compare_to)
@@ -906,29 +1163,23 @@ def generate(results_root, campaign, output_dir, layout, hosts=None, compare_to=
         if not hosts:
             raise ReportError('results_dir %s holds no host with campaign %s; allowed: a campaign collected there' % (results_root, campaign))
     report = build_report([read_host(results_root, host, campaign, layout) for host in hosts], campaign, baseline_method)
-    os.makedirs(output_dir, exist_ok=True)
-    files, changed = {}, []
+    # Everything is made in memory first and written as a set at the end: a failure on the way writes nothing.
+    outputs, files = {}, {}
 
     def write(name, data):
-        path = os.path.join(output_dir, name)
-        files[name] = path
-        if write_if_changed(path, data if isinstance(data, bytes) else data.encode('utf-8')):
-            changed.append(name)
+        files[name] = os.path.join(output_dir, name)
+        outputs[name] = data if isinstance(data, bytes) else data.encode('utf-8')
 
     def keep(name):
         files[name] = os.path.join(output_dir, name)
 
-    plot_files, plots_skipped = {}, None
+    plot_files, plots_skipped, cache = {}, None, None
     if plots:
-        cache_path = os.path.join(output_dir, PLOT_CACHE)
-        try:
-            cache = _read_json(cache_path) or {}
-        except ReportError:
-            cache = {}  # a broken cache only means every figure is drawn again
+        cache = _read_plot_cache(os.path.join(output_dir, PLOT_CACHE))
         try:
             plot_files, cache = write_plots(report, output_dir, write, keep, cache)
-            write_if_changed(cache_path, (json.dumps(cache, indent=1, sort_keys=True) + '\n').encode('utf-8'))
         except ImportError as exc:
+            cache = None
             plots_skipped = 'matplotlib is not importable on the controller (%s); pip install matplotlib for the plots' % exc
     else:
         plots_skipped = 'plots=false'
@@ -936,12 +1187,17 @@ def generate(results_root, campaign, output_dir, layout, hosts=None, compare_to=
     write('results.json', render_json(report))
     write('report.md', render_markdown(report, plot_files))
     write('report.tex', render_latex(report))
+    skipped = list(report['skipped_files'])
     if compare_to is not None:
         before_hosts = chosen if chosen is not None else find_hosts(results_root, compare_to)
         before = build_report([read_host(results_root, host, compare_to, layout) for host in before_hosts], compare_to, baseline_method)
+        skipped += before['skipped_files']
         rows = compare_rows(report['rows'], before['rows'])
         write('compare-%s.csv' % compare_to, render_csv(rows, COMPARE_KEYS))
-        write('compare-%s.md' % compare_to, render_comparison_markdown(campaign, compare_to, rows))
+        write('compare-%s.md' % compare_to, render_comparison_markdown(campaign, compare_to, rows, skipped))
+    if cache is not None:
+        outputs[PLOT_CACHE] = (json.dumps(cache, indent=1, sort_keys=True) + '\n').encode('utf-8')
+    changed = [name for name in write_set(output_dir, outputs) if name != PLOT_CACHE]
     measured = sum(1 for row in report['rows'] if row['status'] == MEASURED)
     lines = ['campaign %s: %d host(s), %d row(s), %d measured, %d stage(s) not measured; report in %s' % (
         campaign, len(hosts), len(report['rows']), measured, len(report['not_measured']), os.path.join(output_dir, 'report.md'))]
@@ -949,4 +1205,17 @@ def generate(results_root, campaign, output_dir, layout, hosts=None, compare_to=
         lines.append('%s TP%s c=%s: best %s %.1f tok/s%s' % (
             best['host'], best['tp'], best['concurrency'], best['setting'], best['output_throughput'],
             ', %.2fx' % best['speedup'] if best['speedup'] is not None else ''))
-    return {'files': files, 'changed': changed, 'report': report, 'plots_skipped': plots_skipped, 'lines': lines}
+    for item in skipped:
+        lines.append('skipped %s: %s' % (item['path'], item['reason']))
+    return {'files': files, 'changed': changed, 'report': report, 'plots_skipped': plots_skipped, 'lines': lines,
+            'skipped_files': skipped}
+
+
+def _read_plot_cache(path):
+    """The plot cache; a missing or broken one only means every figure is drawn again."""
+    try:
+        with open(path, 'rb') as handle:
+            cache = json.loads(handle.read())
+    except (OSError, ValueError):
+        return {}
+    return cache if isinstance(cache, dict) and all(isinstance(value, dict) for value in cache.values()) else {}

@@ -108,3 +108,17 @@ def test_unpack_action_refuses_a_link_below_dest_naming_it(tmp_path):
     with pytest.raises(AnsibleActionFail, match=r'%s is a symbolic link.*nothing was written' % (tmp_path / 'results' / 'ct200')):
         run(unpack_action, {'archive': archive, 'manifest': manifest, 'dest': str(tmp_path / 'results'), 'campaign': 'c'})
     assert list((tmp_path / 'elsewhere').iterdir()) == []
+
+
+def test_report_action_returns_and_warns_about_each_skipped_file(tmp_path, monkeypatch):
+    synth.make_campaign(tmp_path / 'results', 'ct200', 'c', synth.ct200_matrix(tps=(1,), budgets=(16,)))
+    status = tmp_path / 'results' / 'ct200' / 'c' / 'tp1-autoregressive' / 'status.json'
+    status.write_text('[]')
+    warnings = []
+    monkeypatch.setattr(report_action.display, 'warning', warnings.append)
+    args = {'campaign': 'c', 'results_dir': str(tmp_path / 'results'), 'output_dir': str(tmp_path / 'reports'), 'plots': False}
+    result = run(report_action, args)
+    assert result['skipped_files'] == [{'path': str(status), 'reason': 'the document is a list; allowed: an object'}]
+    assert warnings == ['report: skipped %s: the document is a list; allowed: an object' % status]
+    assert 'tp1-autoregressive' in [item['stage'] for item in result['not_measured'] if item['status'] == 'invalid']
+    assert '`ct200/c/tp1-autoregressive/status.json`' in (tmp_path / 'reports' / 'report.md').read_text()

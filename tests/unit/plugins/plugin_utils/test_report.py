@@ -306,8 +306,10 @@ def test_broken_json_names_the_file(tmp_path):
     root = tmp_path / 'results'
     synth.make_campaign(root, 'h', 'c', [(1, 'autoregressive', {})], concurrency=(1,))
     (root / 'h' / 'c' / 'tp1-autoregressive' / 'result-c1.json').write_text('{"complete": tru')
-    with pytest.raises(ReportError, match='result-c1.json is not valid JSON'):
-        generate(str(root), 'c', str(tmp_path / 'out'), synth.LAYOUT, plots=False)
+    made = generate(str(root), 'c', str(tmp_path / 'out'), synth.LAYOUT, plots=False)
+    assert [item['path'] for item in made['skipped_files']] == ['h/c/tp1-autoregressive/result-c1.json']
+    assert made['skipped_files'][0]['reason'].startswith('not valid JSON')
+    assert made['report']['rows'][0]['status'] == 'invalid'
 
 
 def test_tex_escape():
