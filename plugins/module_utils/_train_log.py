@@ -50,8 +50,10 @@ _ERROR_RE = re.compile(r'(Error|Exception|Traceback \(most recent call last\)|CU
 
 def clean_line(text):
     """One log line as safe plain text: no terminal escapes or control characters, at most MAX_LINE_CHARS."""
+    # Cut first, with room for escapes to drop out, so a huge line costs no more than a long one.
     if isinstance(text, bytes):
-        text = text.decode('utf-8', errors='replace')
+        text = text[:16 * MAX_LINE_CHARS].decode('utf-8', errors='replace')
+    text = text[:4 * MAX_LINE_CHARS]
     if not text.isprintable():
         text = _CONTROL_RE.sub('', _ANSI_RE.sub('', text))
     text = text.rstrip()
@@ -169,6 +171,14 @@ def parse_json(line):
     }
 
 
+def _size_text(size):
+    if size < 1024:
+        return '%d bytes' % size
+    if size < 1024 * 1024:
+        return '%.1f KiB' % (size / 1024.0)
+    return '%.1f MiB' % (size / 1048576.0)
+
+
 def split_lines(text):
     """Lines ended by \\n, \\r\\n or a lone \\r (how tqdm rewrites its bar), and the unfinished rest."""
     parts = re.split(r'\r\n|\r|\n', text)
@@ -196,10 +206,29 @@ class TrainLog:
         self.loss = None
         self.last_error = None
         self.epoch = None
+        self.skipped_bytes = 0
         self._history = collections.deque(maxlen=RATE_WINDOW)
+        self._cut = False
+
+    def skip(self, size, cut=True):
+        """Leave out the next `size` bytes of the log (a part too big to read), and show the gap in the tail. The
+        line the gap cuts (unless `cut` is false: the gap ends at a line end) is dropped on both sides."""
+        self._pending = ''
+        self._decoder.reset()
+        self._cut = cut
+        self._last_bar = False
+        self.skipped_bytes += size
+        self.lines.append('[... %s of the log not read ...]' % _size_text(size))
 
     def feed(self, data):
         """Add the next chunk of the log."""
+        if self._cut:
+            # After a gap: drop the rest of the cut line, before decoding, so no half character is read.
+            newline, carriage = (b'\n', b'\r') if isinstance(data, bytes) else ('\n', '\r')
+            ends = [index for index in (data.find(newline), data.find(carriage)) if index >= 0]
+            if not ends:
+                return
+            data, self._cut = data[min(ends) + 1:], False
         if isinstance(data, bytes):
             # An incremental decoder keeps a UTF-8 sequence cut between two chunks for the next one.
             data = self._decoder.decode(data)

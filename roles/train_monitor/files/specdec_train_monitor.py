@@ -10,11 +10,16 @@ GET /                 the page: run name and unit state, progress bar, rate, ETA
 GET /api/status       the same as JSON
 GET /api/events       a server-sent event with the status whenever it changes
 GET /files/           the run folder's files (top level) as JSON; GET /files/NAME one of them as text
-Anything else is 404; any other method 405. Only the run folder's own top-level regular files are served (no
-path traversal, no symlinks out), requests whose Host is not a loopback name (DNS rebinding) are refused, and the
-page's Content-Security-Policy allows only its own script and style: log text reaches the page as text, never as
-markup. Progress is read from the log by _train_log.py (the collection's module_utils/_train_log.py, installed
-beside this file).
+Anything else is 404; any other method (TRACE, PROPFIND, CONNECT, ... included) 405 with `Allow: GET, HEAD` and
+the same security headers. Only the run folder's own top-level regular files are served (no path traversal, no
+symlinks out), requests whose Host is not a loopback name (DNS rebinding) are refused, and the page's
+Content-Security-Policy allows only its own script and style: log text reaches the page as text, never as markup.
+Progress is read from the log by _train_log.py (the collection's module_utils/_train_log.py, installed beside this
+file).
+
+The work per request is bounded: one request at a time refreshes the status (the unit, then at most READ_LIMIT_BYTES
+of what the log gained, from where the last refresh stopped; a bigger burst is skipped to its last part, the tail
+showing the gap); a request that comes meanwhile answers at once with the last status instead of waiting for it.
 """
 
 from __future__ import annotations
@@ -51,9 +56,9 @@ SECURITY_HEADERS = {
 LOOPBACK_NAMES = ('localhost', '127.0.0.1', '[::1]', '::1')
 UNIT_PROPERTIES = ('LoadState', 'ActiveState', 'SubState', 'Result', 'ExecMainStatus', 'ExecMainCode',
                    'ExecMainStartTimestamp', 'ExecMainExitTimestamp')
-# A log bigger than this at start is read from its last part only.
-FIRST_READ_BYTES = 2 * 1024 * 1024
-CHUNK_BYTES = 1024 * 1024
+# The most one refresh reads of the log: a log (at start) or a burst bigger than this is read from its last part.
+READ_LIMIT_BYTES = 1024 * 1024
+CHUNK_BYTES = 256 * 1024
 
 
 def unit_state(props):
@@ -88,7 +93,11 @@ def parse_show(text):
 
 
 class Monitor:
-    """The run's status, read incrementally from its log and from systemd, shared by all requests."""
+    """The run's status, read incrementally from its log and from systemd, shared by all requests.
+
+    One refresh at a time reads the unit and the log (under `_refreshing`, which no request waits for once there is
+    a status); every request gets the status of the latest refresh.
+    """
 
     def __init__(self, run_dir, unit, name, log_name='train.log', tail=40, systemctl='systemctl', unit_ttl=1.0):
         self.run_dir = os.path.realpath(run_dir)
@@ -98,42 +107,45 @@ class Monitor:
         self.tail = tail
         self.systemctl = systemctl
         self.unit_ttl = unit_ttl
-        self._lock = threading.Lock()
+        self._refreshing = threading.Lock()
+        self._status = None
         self._log = TrainLog()
         self._offset = 0
         self._inode = None
         self._log_bytes = 0
         self._log_mtime = None
+        self._read_bytes = 0
         self._unit_props = {}
         self._unit_read = 0.0
 
     def _read_log(self):
+        """Read what the log gained since the last read, at most READ_LIMIT_BYTES of it (its end)."""
+        self._read_bytes = 0
         path = os.path.join(self.run_dir, self.log_name)
         try:
-            info = os.stat(path)
+            handle = open(path, 'rb')  # pylint: disable=consider-using-with
         except OSError:
             return
-        if info.st_ino != self._inode or info.st_size < self._offset:
-            # A new or truncated log: start again.
-            self._log, self._inode = TrainLog(), info.st_ino
-            self._offset = max(0, info.st_size - FIRST_READ_BYTES)
-        self._log_bytes, self._log_mtime = info.st_size, info.st_mtime
-        if info.st_size == self._offset:
-            return
-        with open(path, 'rb') as handle:
+        with handle:
+            info = os.fstat(handle.fileno())
+            if info.st_ino != self._inode or info.st_size < self._offset:
+                # A new or truncated log: start again.
+                self._log, self._inode, self._offset = TrainLog(), info.st_ino, 0
+            self._log_bytes, self._log_mtime = info.st_size, info.st_mtime
+            end = info.st_size  # what it gains while this read runs is for the next one
+            if end - self._offset > READ_LIMIT_BYTES:
+                start = end - READ_LIMIT_BYTES
+                handle.seek(start - 1)
+                self._log.skip(start - self._offset, cut=handle.read(1) not in (b'\n', b'\r'))
+                self._offset = start
             handle.seek(self._offset)
-            skip_partial = self._offset > 0 and self._log.line_count == 0 and not self._log.lines
-            while True:
-                chunk = handle.read(CHUNK_BYTES)
+            while self._offset < end:
+                chunk = handle.read(min(CHUNK_BYTES, end - self._offset))
                 if not chunk:
                     break
-                if skip_partial:
-                    # Started mid-file: drop the cut line.
-                    cut = max(chunk.find(b'\n'), chunk.find(b'\r'))
-                    chunk = chunk[cut + 1:] if cut >= 0 else b''
-                    skip_partial = False
                 self._log.feed(chunk)
-            self._offset = handle.tell()
+                self._offset += len(chunk)
+                self._read_bytes += len(chunk)
 
     def _read_unit(self):
         now = time.monotonic()
@@ -149,31 +161,42 @@ class Monitor:
         self._unit_read = now
 
     def status(self):
-        with self._lock:
-            # The unit first: once it shows the run ended, the log read after it holds the run's last line.
-            self._read_unit()
-            self._read_log()
-            status = self._log.status(tail=self.tail)
-            props = dict(self._unit_props)
-            status.update({
-                'run': self.name,
-                'unit': self.unit,
-                'state': unit_state(props),
-                'unit_state': {
-                    'load_state': props.get('LoadState') or None,
-                    'active_state': props.get('ActiveState') or None,
-                    'sub_state': props.get('SubState') or None,
-                    'result': props.get('Result') or None,
-                    'exit_status': int(props['ExecMainStatus']) if props.get('ExecMainStatus', '').isdigit() else None,
-                    'started': props.get('ExecMainStartTimestamp') or None,
-                    'exited': props.get('ExecMainExitTimestamp') or None,
-                },
-                'log_file': self.log_name,
-                'log_bytes': self._log_bytes,
-                'log_updated': self._log_mtime,
-                'now': time.time(),
-            })
-            return status
+        """The latest status: refreshed by this request, or, while another refreshes it, the one before."""
+        # Only the very first requests wait (for the first status); the refresh they wait for is bounded too.
+        if self._refreshing.acquire(blocking=self._status is None):  # pylint: disable=consider-using-with
+            try:
+                self._status = self._refresh()
+            finally:
+                self._refreshing.release()
+        return dict(self._status, now=time.time())
+
+    def _refresh(self):
+        # The unit first: once it shows the run ended, the log read after it holds the run's last line.
+        self._read_unit()
+        self._read_log()
+        status = self._log.status(tail=self.tail)
+        props = dict(self._unit_props)
+        status.update({
+            'run': self.name,
+            'unit': self.unit,
+            'state': unit_state(props),
+            'unit_state': {
+                'load_state': props.get('LoadState') or None,
+                'active_state': props.get('ActiveState') or None,
+                'sub_state': props.get('SubState') or None,
+                'result': props.get('Result') or None,
+                'exit_status': int(props['ExecMainStatus']) if props.get('ExecMainStatus', '').isdigit() else None,
+                'started': props.get('ExecMainStartTimestamp') or None,
+                'exited': props.get('ExecMainExitTimestamp') or None,
+            },
+            'log_file': self.log_name,
+            'log_bytes': self._log_bytes,
+            'log_updated': self._log_mtime,
+            # bytes of the log this status cost, and those left unread (bursts bigger than READ_LIMIT_BYTES)
+            'log_read_bytes': self._read_bytes,
+            'log_skipped_bytes': self._log.skipped_bytes,
+        })
+        return status
 
     def files(self):
         """The run folder's top-level regular files (no dot files, no symlinks), name -> size."""
@@ -233,9 +256,29 @@ def make_handler(monitor, interval=0.5, keepalive=15.0, stream_seconds=600.0, al
         def _json(self, value, code=200):
             self._send(code, json.dumps(value, sort_keys=True).encode('ascii'), 'application/json')
 
-        def _error(self, code, message):
-            self._send(code, (message + '\n').encode('utf-8'), 'text/plain; charset=utf-8',
-                       {'Allow': 'GET, HEAD'} if code == HTTPStatus.METHOD_NOT_ALLOWED else None)
+        def _error(self, code, message, extra=None):
+            self._send(code, (message + '\n').encode('utf-8'), 'text/plain; charset=utf-8', extra)
+
+        def send_error(self, code, message=None, explain=None):  # pylint: disable=unused-argument
+            """http.server's own errors (bad request line, headers too long, ...) as plain text with the security
+            headers, not its HTML page."""
+            self.log_error('code %d, message %s', code, message)
+            self.close_connection = True
+            if self.request_version == 'HTTP/0.9':
+                # a request line too broken to name its version still gets a status line and the headers
+                self.request_version = 'HTTP/1.0'
+            try:
+                phrase = HTTPStatus(code).phrase
+            except ValueError:
+                phrase = 'error'
+            self._error(code, message or phrase, {'Connection': 'close'})
+
+        def __getattr__(self, name):
+            # http.server calls do_<METHOD>, and answers a method it finds none for with 501: every method but GET and
+            # HEAD gets the same 405 instead, whatever its name.
+            if name.startswith('do_'):
+                return self._refuse
+            raise AttributeError(name)
 
         def do_GET(self):  # pylint: disable=invalid-name
             if not self._host_allowed():
@@ -260,9 +303,10 @@ def make_handler(monitor, interval=0.5, keepalive=15.0, stream_seconds=600.0, al
         do_HEAD = do_GET
 
         def _refuse(self):
-            self._error(HTTPStatus.METHOD_NOT_ALLOWED, 'read-only: only GET')
-
-        do_POST = do_PUT = do_DELETE = do_PATCH = do_OPTIONS = _refuse
+            # A body the request may carry is not read: close rather than parse it as the next request.
+            self.close_connection = True
+            self._error(HTTPStatus.METHOD_NOT_ALLOWED, 'read-only: only GET and HEAD',
+                        {'Allow': 'GET, HEAD', 'Connection': 'close'})
 
         def _file(self, name):
             handle = monitor.open_file(name)

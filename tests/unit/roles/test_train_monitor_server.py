@@ -19,6 +19,7 @@ import socket
 import stat
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -27,6 +28,12 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.a
 FILES = os.path.join(REPO, 'roles', 'train_monitor', 'files')
 PARSER = os.path.join(REPO, 'plugins', 'module_utils', '_train_log.py')
 DEADLINE = 15
+# A log burst as after a stalled run's buffers flush: tens of MB at once.
+BURST_BYTES = 50 * 1024 * 1024
+# What one /api/status may read of the log: the monitor's 1 MiB limit, with room for the unit's few hundred bytes.
+READ_BOUND_BYTES = 2 * 1024 * 1024
+SECURITY_HEADERS = ('Content-Security-Policy', 'X-Content-Type-Options', 'Referrer-Policy', 'X-Frame-Options',
+                    'Cache-Control')
 
 
 def free_port():
@@ -220,10 +227,35 @@ def test_the_runs_own_files_are_served_as_text(service):
                                          'train.log': os.path.getsize(service.log)}
 
 
-@pytest.mark.parametrize('method', ['POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS'])
+@pytest.mark.parametrize('method', ['POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS', 'TRACE', 'PROPFIND', 'CONNECT',
+                                    'MKCOL', 'BREW', 'get'])
 def test_read_only(service, method):
-    code, headers, _body = service.request('/api/status', method=method)
+    """Every method but GET and HEAD, known to http.server or not, is 405 with the headers of a GET answer."""
+    _code, page_headers, _body = service.request('/')
+    code, headers, body = service.request('/api/status', method=method)
     assert code == 405 and headers['Allow'] == 'GET, HEAD'
+    assert headers['Content-Type'] == 'text/plain; charset=utf-8' and b'<' not in body
+    assert {key: headers.get(key) for key in SECURITY_HEADERS} == {key: page_headers[key] for key in SECURITY_HEADERS}
+
+
+@pytest.mark.parametrize(('request_line', 'expected'), [
+    (b'GET / HTTP/9.9', 505), (b'GET', 400), (b'GET /' + b'x' * 70000 + b' HTTP/1.1', 414)])
+def test_http_servers_own_errors_are_text_with_the_security_headers(service, request_line, expected):
+    _code, page_headers, _body = service.request('/')
+    with socket.create_connection(('127.0.0.1', service.port), timeout=DEADLINE) as conn:
+        conn.sendall(request_line + b'\r\nHost: 127.0.0.1\r\n\r\n')
+        answer = b''
+        while True:
+            data = conn.recv(65536)
+            if not data:
+                break
+            answer += data
+    head, _sep, body = answer.partition(b'\r\n\r\n')
+    lines = head.decode('latin-1').split('\r\n')
+    headers = dict(line.split(': ', 1) for line in lines[1:])
+    assert lines[0].split()[1] == str(expected) and headers['Content-Type'] == 'text/plain; charset=utf-8'
+    assert {key: headers.get(key) for key in SECURITY_HEADERS} == {key: page_headers[key] for key in SECURITY_HEADERS}
+    assert b'<' not in body
 
 
 @pytest.mark.parametrize(('host', 'expected'), [
@@ -250,14 +282,98 @@ def test_page_is_self_contained_and_locked_down(service):
     assert b'innerHTML' not in script and b'insertAdjacentHTML' not in script and b'document.write' not in script
 
 
-def test_unit_states():
+def load_monitor():
+    """The service's module, imported as the service runs it (its parser beside it)."""
     sys.path.insert(0, FILES)
     sys.path.insert(0, os.path.dirname(PARSER))
     try:
-        monitor = importlib.import_module('specdec_train_monitor')
+        return importlib.import_module('specdec_train_monitor')
     finally:
         sys.path.remove(FILES)
         sys.path.remove(os.path.dirname(PARSER))
+
+
+def burst(first_step, size, total=10_000_000):
+    """At least `size` bytes of JSON step lines, from first_step on: the bytes and the last step."""
+    line = '{"step": %d, "total_steps": %d, "loss": 2.5, "time": %d}\n'
+    count = size // len(line % (first_step, total, 1764680000)) + 1
+    steps = range(first_step, first_step + count)
+    return ''.join(line % (step, total, 1764680000 + step) for step in steps).encode('ascii'), steps[-1]
+
+
+def bytes_read(pid):
+    """What the process has read so far (read(2) and the like), from /proc/<pid>/io."""
+    with open('/proc/%d/io' % pid, encoding='ascii') as handle:
+        return next(int(line.split()[1]) for line in handle if line.startswith('rchar:'))
+
+
+def test_a_burst_costs_a_request_a_bounded_read(service):
+    """After 50 MB at once, one /api/status reads at most about 1 MiB (counted by the kernel) and shows the burst's
+    last step; the next one reads only what came since."""
+    service.status()
+    data, last = burst(21, BURST_BYTES)
+    service.write(data)
+    before = bytes_read(service.process.pid)
+    status = service.status()
+    assert bytes_read(service.process.pid) - before <= READ_BOUND_BYTES
+    assert status['progress']['step'] == last and status['log_bytes'] == os.path.getsize(service.log)
+    assert status['log_read_bytes'] <= READ_BOUND_BYTES and status['log_skipped_bytes'] >= BURST_BYTES - READ_BOUND_BYTES
+    line = '{"step": %d, "total_steps": 10000000, "loss": 2.4}\n' % (last + 1)
+    service.write(line)
+    before = bytes_read(service.process.pid)
+    status = service.status()
+    assert bytes_read(service.process.pid) - before <= 64 * 1024
+    assert status['progress']['step'] == last + 1 and status['log_read_bytes'] == len(line)
+
+
+def test_a_request_never_waits_behind_another_reading_a_burst(tmp_path, monkeypatch):
+    """The first request after a burst is held inside its read of the log; meanwhile another /api/status (and the
+    page) answers at once, with the status from before the burst."""
+    module = load_monitor()
+    reading, release = threading.Event(), threading.Event()
+
+    class HeldLog(module.TrainLog):
+        hold = False
+
+        def feed(self, data):
+            if HeldLog.hold:
+                HeldLog.hold = False
+                reading.set()
+                release.wait(DEADLINE)
+            super().feed(data)
+
+    monkeypatch.setattr(module, 'TrainLog', HeldLog)
+    service = Service(str(tmp_path))
+    service.write('{"step": 20, "total_steps": 100, "loss": 3.1}\n')
+    monitor = module.Monitor(service.run_dir, 'specdec-train-dflash-test.service', 'dflash-test',
+                             systemctl=service.systemctl)
+    server = module.MonitorServer(('127.0.0.1', 0), module.make_handler(monitor))
+    service.port = server.server_address[1]
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    first = {}
+    try:
+        assert service.status()['progress']['step'] == 20
+        data, last = burst(21, BURST_BYTES)
+        service.write(data)
+        HeldLog.hold = True
+        worker = threading.Thread(target=lambda: first.update(status=service.status()))
+        worker.start()
+        assert reading.wait(DEADLINE), 'the first request never read the log'
+        # http.client's timeout is the deadline: a request queued behind the read would never answer in time
+        second = service.status()
+        assert second['progress']['step'] == 20 and second['log_bytes'] < BURST_BYTES
+        assert service.request('/')[0] == 200 and not first
+        release.set()
+        worker.join(DEADLINE)
+        assert first['status']['progress']['step'] == last
+    finally:
+        release.set()
+        server.shutdown()
+        server.server_close()
+
+
+def test_unit_states():
+    monitor = load_monitor()
     started = {'LoadState': 'loaded', 'ExecMainStartTimestamp': 'Wed 2026-12-02 10:00:00 UTC'}
     cases = [
         ({'LoadState': 'not-found', 'ActiveState': 'inactive'}, 'unknown'),

@@ -158,3 +158,25 @@ def test_json_lines_keep_the_bars_elapsed_time():
                                    '{"step": 2, "total_steps": 10}\n')
     assert status['progress']['elapsed_seconds'] == 7 and status['progress']['source'] == 'json'
     assert status['progress']['rate'] == 0.14
+
+
+def test_a_skipped_part_drops_the_cut_line_on_both_sides_and_shows_the_gap():
+    log = train_log.TrainLog()
+    log.feed(b'{"step": 1, "total_steps": 10}\nthe start of a cut li')
+    log.skip(5 * 1024 * 1024)
+    # the gap ends inside a line and inside a character (the last byte of an e-acute): neither part is shown
+    for piece in (b'\xa9ne, still', b' the cut line\r\n{"step": 9, "total_steps": 10}\n', b'after\n'):
+        log.feed(piece)
+    status = log.status()
+    assert status['lines'] == ['{"step": 1, "total_steps": 10}', '[... 5.0 MiB of the log not read ...]',
+                               '{"step": 9, "total_steps": 10}', 'after']
+    assert status['progress']['step'] == 9 and status['line_count'] == 3 and log.skipped_bytes == 5 * 1024 * 1024
+
+
+def test_a_gap_that_ends_at_a_line_end_keeps_the_next_line():
+    log = train_log.TrainLog()
+    log.feed('Loading\n')
+    log.skip(2048, cut=False)
+    log.feed('{"step": 4, "total_steps": 10}\n')
+    assert log.status()['lines'] == ['Loading', '[... 2.0 KiB of the log not read ...]', '{"step": 4, "total_steps": 10}']
+
