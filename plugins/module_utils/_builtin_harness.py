@@ -25,18 +25,28 @@ import itertools
 import json
 import random
 import re
+import socket
 import threading
 import time
 import urllib.parse
 
 from ansible_collections.specdec.bench.plugins.module_utils._harness import RequestTiming, finite
-from ansible_collections.specdec.bench.plugins.module_utils._sglang_http import HTTPStatusError, join
+from ansible_collections.specdec.bench.plugins.module_utils._sglang_http import (
+    MAX_LINE_BYTES,
+    BrokenResponse,
+    HTTPStatusError,
+    join,
+    line_too_long,
+)
 
 # Prompt token ids are drawn from this range: above the special tokens of common vocabularies, below their size.
 TOKEN_ID_LOW = 1000
 TOKEN_ID_HIGH = 30000
 ITL_DIGITS = 7  # raw records keep inter-token gaps and chunk times to 0.1 us
 READ_SIZE = 1 << 16  # bytes asked of the socket per read
+WATCHDOG_SECONDS = 0.1  # how often the watchdog looks for requests past their deadline (their lateness at most)
+MAX_CHUNK_HEAD = 1024  # bytes of a chunk size line, extensions included
+_CHUNK_SIZE = re.compile(rb'([0-9A-Fa-f]{1,15})[ \t]*(?:;[^\r\n]*)?\Z')
 # A JSON value right after a key: what stream chunks are read for without parsing the whole chunk.
 _AFTER_KEY = re.compile(rb'\s*:\s*(?:(-?[0-9][0-9.eE+-]*)|(""|null)|("))')
 
@@ -70,59 +80,125 @@ def generate_body(prompt, output_len):
     }
 
 
-def _dechunk(raw):
-    """(the payload of the complete HTTP/1.1 chunks at the start of raw, what is left of raw, the last chunk seen)."""
-    pieces = []
-    pos = 0
-    while True:
-        eol = raw.find(b'\r\n', pos)
-        if eol < 0:
-            break
-        size = int(raw[pos:eol].split(b';', 1)[0], 16)
-        if size == 0:
-            return b''.join(pieces), b'', True
-        end = eol + 2 + size
-        if end + 2 > len(raw):
-            break
-        pieces.append(raw[eol + 2:end])
-        pos = end + 2
-    return b''.join(pieces), raw[pos:], False
+def chunk_size(line):
+    """The size of an HTTP/1.1 chunk from its size line (extensions ignored); BrokenResponse unless it is a plain
+    hexadecimal number (int() would take -6, +6 or 0x6)."""
+    found = _CHUNK_SIZE.match(line)
+    if found is None:
+        raise BrokenResponse('chunk size line %r is not a hexadecimal size' % line[:40])
+    return int(found.group(1), 16)
 
 
-def stream_reads(base_url, body, timeout, clock=time.perf_counter):
+class Dechunker:
+    """HTTP/1.1 chunked framing undone a read at a time: feed(data) gives (the payload bytes in data, the last chunk
+    seen).
+
+    What a read leaves unfinished is kept as state (the bytes still due of a chunk, or the start of a size line, at
+    most MAX_CHUNK_HEAD bytes), so every byte is looked at once however the reads split the chunks, and a chunk
+    larger than a read costs no more than its length. Bad framing raises BrokenResponse.
+    """
+
+    __slots__ = ('_left', '_crlf', '_head', 'ended')
+
+    def __init__(self):
+        self._left = 0  # payload bytes of the current chunk not yet read
+        self._crlf = False  # the CRLF that ends a chunk's payload is still due
+        self._head = b''  # the start of a size line (or of that CRLF) that the read cut
+        self.ended = False
+
+    def feed(self, data):
+        if self._head:
+            data = self._head + data
+            self._head = b''
+        pieces = []
+        pos, end = 0, len(data)
+        while pos < end and not self.ended:
+            if self._left:
+                stop = min(end, pos + self._left)
+                pieces.append(data[pos:stop])
+                self._left -= stop - pos
+                pos = stop
+                self._crlf = not self._left
+            elif self._crlf:
+                if end - pos < 2:
+                    self._head = data[pos:]
+                    break
+                if data[pos:pos + 2] != b'\r\n':
+                    raise BrokenResponse('a chunk longer than its size line says')
+                pos += 2
+                self._crlf = False
+            else:
+                eol = data.find(b'\r\n', pos, pos + MAX_CHUNK_HEAD)
+                if eol < 0:
+                    if end - pos >= MAX_CHUNK_HEAD:
+                        raise BrokenResponse('a chunk size line longer than %d bytes' % MAX_CHUNK_HEAD)
+                    self._head = data[pos:]
+                    break
+                self._left = chunk_size(data[pos:eol])
+                pos = eol + 2
+                self.ended = not self._left
+        return b''.join(pieces), self.ended
+
+
+def stream_reads(base_url, body, timeout, clock=time.perf_counter, max_line=MAX_LINE_BYTES, connect_within=None,
+                 on_socket=None):
     """POST a streamed native /generate; yields (time of the read, [the SSE `data:` payloads it completed]) per read
     from the socket, the last payload b'[DONE]'.
 
     The time is taken as soon as the read returns, before anything is parsed, so every chunk of one read shares it
     and a chunk's time is when the client got it from the kernel. The HTTP/1.1 chunked framing is undone here,
-    a read at a time, not a call per chunk. Nothing goes through a proxy. Raises HTTPStatusError for an answer
-    other than 200 and ConnectionError when the stream ends before `data: [DONE]` (the server died).
+    a read at a time, not a call per chunk; a line that no read ends yet is kept as its pieces, joined once when
+    its newline comes, so reading costs time linear in the bytes. Nothing goes through a proxy.
+
+    timeout bounds each silent wait for bytes; connect_within (seconds), when given, bounds the connection's set-up
+    too, and on_socket(socket) gets the connected socket (a watchdog's way to end the request from outside).
+    Raises HTTPStatusError for an answer other than 200, BrokenResponse for bad chunk framing or a line longer
+    than max_line bytes, and ConnectionError when the stream ends before `data: [DONE]` (the server died).
     """
     parts = urllib.parse.urlsplit(base_url)
+    setup = timeout if connect_within is None else max(0.001, min(timeout, connect_within))
     if parts.scheme == 'https':
-        connection = http.client.HTTPSConnection(parts.hostname, parts.port or 443, timeout=timeout)
+        connection = http.client.HTTPSConnection(parts.hostname, parts.port or 443, timeout=setup)
     else:
-        connection = http.client.HTTPConnection(parts.hostname, parts.port or 80, timeout=timeout)
+        connection = http.client.HTTPConnection(parts.hostname, parts.port or 80, timeout=setup)
     try:
+        connection.connect()
+        if setup != timeout:
+            connection.sock.settimeout(timeout)
+        if on_socket is not None:
+            on_socket(connection.sock)
         connection.request('POST', parts.path.rstrip('/') + '/generate', json.dumps(body),
                            {'Content-Type': 'application/json', 'Accept': 'text/event-stream'})
         response = connection.getresponse()
         if response.status != 200:
             raise HTTPStatusError(join(base_url, '/generate'), response.status, response.read().decode('utf-8', 'replace'))
-        chunked = response.chunked
+        dechunk = Dechunker().feed if response.chunked else None
         # chunked: the raw bytes after the headers, with one system call at most per read; else the body itself
-        read = response.fp.read1 if chunked else response.read1
-        raw = text = b''
+        read = response.fp.read1 if dechunk else response.read1
+        pending, pending_len = [], 0  # the start of a line that no read has ended yet
         ended = False
         while not ended:
             data = read(READ_SIZE)
             now = clock()
             if not data:
                 break
-            if chunked:
-                data, raw, ended = _dechunk(raw + data if raw else data)
-            lines = (text + data if text else data).split(b'\n')
-            text = lines.pop()
+            if dechunk:
+                data, ended = dechunk(data)
+            if b'\n' not in data:
+                if data:
+                    pending.append(data)
+                    pending_len += len(data)
+                    if pending_len > max_line:
+                        raise BrokenResponse(line_too_long(max_line))
+                continue
+            if pending:
+                pending.append(data)
+                data = b''.join(pending)
+            lines = data.split(b'\n')
+            tail = lines.pop()
+            if pending and len(lines[0]) > max_line:  # only the line that joined earlier reads can be that long
+                raise BrokenResponse(line_too_long(max_line))
+            pending, pending_len = ([tail], len(tail)) if tail else ([], 0)
             payloads = [line[5:].strip() for line in lines if line[:5] == b'data:']
             if payloads:
                 yield now, payloads
@@ -158,21 +234,71 @@ def lean_chunk(payload, stamp_key=None):
     return text.group(3) is not None, count, stamp
 
 
+def check_count(name, value, most=None):
+    """A count of a server's meta_info: None, or an integer from 0 to most (when given); else BrokenResponse."""
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise BrokenResponse('the server claims %s %r, which is no count' % (name, value))
+    if most is not None and value > most:
+        raise BrokenResponse('the server claims %s %d, more than the %d asked for' % (name, value, most))
+
+
+def check_meta(meta, asked_tokens, prompt_len):
+    """A request's final meta_info against what was asked: no more output tokens than max_new_tokens, no more
+    prompt tokens than were sent, no more verify steps than output tokens. Raises BrokenResponse."""
+    check_count('completion_tokens', meta.get('completion_tokens'), asked_tokens)
+    check_count('prompt_tokens', meta.get('prompt_tokens'), prompt_len)
+    check_count('spec_verify_ct', meta.get('spec_verify_ct'), meta.get('completion_tokens', asked_tokens))
+    accept = meta.get('spec_accept_length')
+    if accept is not None and (finite(accept) is None or not 0 <= accept <= (asked_tokens or accept)):
+        raise BrokenResponse('the server claims spec_accept_length %r, out of 0..%s' % (accept, asked_tokens))
+
+
+class _Watch:
+    """A request in flight, for the watchdog: when it must end, its socket once connected, why it was ended."""
+
+    __slots__ = ('deadline', 'sock', 'reason')
+
+    def __init__(self, deadline):
+        self.deadline = deadline
+        self.sock = None
+        self.reason = None
+
+
+def _shutdown(sock):
+    """End a connection from another thread: a read blocked on it returns at once."""
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass  # already closed by its request's thread
+
+
 class LoadRun:
     """Sends the bodies at their arrival times with at most `concurrency` in flight, one thread per slot.
 
     records fills as requests finish (list.append is atomic); start() returns at once, wait() joins. With a
     stamp_key, each record also keeps sent_s: every chunk's meta_info[stamp_key] (a server's send time on the
     same clock, as the SGLang emulator's sim_sent_at) less the run's start, None where a chunk has none.
+
+    Limits: request_timeout bounds each silent wait for bytes; request_deadline (seconds from a request's start)
+    and run_deadline (seconds from the run's start) bound the whole of it. A watchdog thread ends a request past
+    either deadline by shutting its connection down (so a server that trickles keep-alive comments cannot hold it),
+    and records it as failed with the reason; once the run's deadline passed, the requests not yet sent are recorded
+    as failed, not sent. A count of a chunk's meta_info beyond what the body asked (max_new_tokens, the prompt's
+    length) fails the request, as does a line longer than max_line bytes.
     """
 
     def __init__(self, base_url, bodies, arrivals, concurrency, request_timeout, warmup=False, clock=time.perf_counter,
-                 stamp_key=None):
+                 stamp_key=None, request_deadline=None, run_deadline=None, max_line=MAX_LINE_BYTES):
         self.base_url = base_url
         self.bodies = bodies
         self.arrivals = arrivals
         self.concurrency = max(1, min(concurrency, len(bodies) or 1))
         self.request_timeout = request_timeout
+        self.request_deadline = request_deadline
+        self.run_deadline = run_deadline
+        self.max_line = max_line
         self.warmup = warmup
         self.clock = clock
         self.stamp_key = stamp_key
@@ -182,16 +308,28 @@ class LoadRun:
         self._next = 0
         self._lock = threading.Lock()
         self._threads = []
+        self._active = 0
+        self._done = threading.Event()
+        self._run_end = None
+        self._closed = None  # why no request starts any more (the run's deadline passed)
+        self._watches = {}  # index: _Watch of each request in flight
 
     def start(self):
         """Start the slot threads, then the clock: thread start-up is not counted as client lag."""
         go = threading.Event()
         self._threads = [threading.Thread(target=self._worker, args=(go,), name='bench-slot-%d' % slot)
                          for slot in range(self.concurrency)]
+        self._active = len(self._threads)
         for thread in self._threads:
             thread.daemon = True  # a module that is killed must not hang on its workers
             thread.start()
         self.started_at = self.clock()
+        if self.run_deadline is not None:
+            self._run_end = self.started_at + self.run_deadline
+        if self.run_deadline is not None or self.request_deadline is not None:
+            watchdog = threading.Thread(target=self._watchdog, name='bench-watchdog')
+            watchdog.daemon = True
+            watchdog.start()
         go.set()
         return self
 
@@ -203,13 +341,19 @@ class LoadRun:
             if thread.is_alive():
                 return False
         if self.finished_at is None:
-            self.finished_at = max([self.started_at] + [r['end_s'] + self.started_at for r in self.records])
+            self.finished_at = max([self.started_at] + [r['end_s'] + self.started_at for r in self.records
+                                                        if r['end_s'] is not None])
         return True
 
     @property
     def duration(self):
         """From the start to the end of the last request (None until finished)."""
         return None if self.finished_at is None else self.finished_at - self.started_at
+
+    @property
+    def stopped(self):
+        """Why the run stopped sending (its deadline passed), or None."""
+        return self._closed
 
     def _take(self):
         with self._lock:
@@ -219,31 +363,96 @@ class LoadRun:
             self._next += 1
             return index
 
+    def _closing(self, now):
+        """Why no request may start at `now`, or None; the first to see the run's deadline passed notes it."""
+        if self._closed is None and self._run_end is not None and now >= self._run_end:
+            self._closed = 'DeadlineExceeded: the run passed its deadline of %g s' % self.run_deadline
+        return self._closed
+
+    def _watchdog(self):
+        while not self._done.wait(WATCHDOG_SECONDS):
+            now = self.clock()
+            closed = self._closing(now)
+            with self._lock:
+                for watch in self._watches.values():
+                    if watch.reason is not None or (closed is None and now < watch.deadline):
+                        continue
+                    watch.reason = closed or 'DeadlineExceeded: the request passed its deadline of %g s' % self.request_deadline
+                    if watch.sock is not None:
+                        _shutdown(watch.sock)
+
+    def _attach(self, watch, sock):
+        with self._lock:
+            watch.sock = sock
+            if watch.reason is not None:
+                _shutdown(sock)
+
     def _worker(self, go):
         go.wait()
-        slot_free = self.started_at
-        while True:
-            index = self._take()
-            if index is None:
-                return
-            intended = max(self.started_at + self.arrivals[index], slot_free)
-            delay = intended - self.clock()
-            if delay > 0:
-                time.sleep(delay)
-            record = self._send(index, intended)
-            slot_free = record['end_s'] + self.started_at
-            self.records.append(record)
+        try:
+            slot_free = self.started_at
+            while True:
+                index = self._take()
+                if index is None:
+                    return
+                intended = max(self.started_at + self.arrivals[index], slot_free)
+                wake = intended if self._run_end is None else min(intended, self._run_end)
+                delay = wake - self.clock()
+                if delay > 0:
+                    time.sleep(delay)
+                if self._closing(self.clock()):
+                    self.records.append(self._unsent(index, intended))
+                    continue
+                record = self._send(index, intended)
+                slot_free = record['end_s'] + self.started_at
+                self.records.append(record)
+        finally:
+            with self._lock:
+                self._active -= 1
+                if not self._active:
+                    self._done.set()
+
+    def _unsent(self, index, intended):
+        record = {
+            'index': index,
+            'warmup': self.warmup,
+            'success': False,
+            'error': 'not sent: %s' % self._closed,
+            'scheduled_s': self.arrivals[index],
+            'intended_start_s': intended - self.started_at,
+            'start_s': None,
+            'end_s': None,
+        }
+        record.update(RequestTiming(None).record())
+        record['chunk_s'] = []
+        if self.stamp_key:
+            record['sent_s'] = []
+        return record
 
     def _send(self, index, intended):
         start = self.clock()
         timing = RequestTiming(start)
         error = None
         chunks, stamps = [], []
+        deadline = None if self.request_deadline is None else start + self.request_deadline
+        if self._run_end is not None:
+            deadline = self._run_end if deadline is None else min(deadline, self._run_end)
+        watch = None
+        if deadline is not None:
+            watch = _Watch(deadline)
+            with self._lock:
+                self._watches[index] = watch
         try:
-            self._read(index, timing, chunks, stamps)
+            self._read(index, timing, chunks, stamps, watch)
         except Exception as exc:  # pylint: disable=broad-exception-caught  # any failure is this request's, recorded
             error = '%s: %s' % (type(exc).__name__, exc)
+        finally:
+            if watch is not None:
+                with self._lock:
+                    del self._watches[index]
         end = self.clock()
+        if error is not None and watch is not None and watch.reason is not None:
+            error = watch.reason  # what the read then raised is only the consequence
         if error is None and timing.ttft is None:
             error = 'the stream carried no token'
         t0 = self.started_at
@@ -266,34 +475,48 @@ class LoadRun:
             record['sent_s'] = stamps
         return record
 
-    def _read(self, index, timing, chunks, stamps):
+    def _read(self, index, timing, chunks, stamps, watch):
         """Stream one request into its timing, each chunk's arrival into chunks (and its stamp into stamps), both in
         seconds from the run's start, rounded.
 
         The hot path: chunks are read by lean_chunk, not parsed; the last one before [DONE] is parsed in full for
-        its meta_info (token, prompt and acceptance counts), as RequestTiming.feed would have kept it.
+        its meta_info (token, prompt and acceptance counts), as RequestTiming.feed would have kept it. Every
+        chunk's token count is checked against max_new_tokens before it is used: a count beyond it would make as
+        many inter-token gaps.
         """
         stamp_key = self.stamp_key
         quoted = ('"%s"' % stamp_key).encode('utf-8') if stamp_key else None
         feed, add_chunk, add_stamp = timing.feed, chunks.append, stamps.append
         t0 = self.started_at
-        reads = stream_reads(self.base_url, self.bodies[index], self.request_timeout, clock=self.clock)
+        body = self.bodies[index]
+        asked = (body.get('sampling_params') or {}).get('max_new_tokens')
+        prompt_len = len(body['input_ids']) if isinstance(body.get('input_ids'), list) else None
+        most = asked if isinstance(asked, int) else float('inf')
+        reads = stream_reads(self.base_url, body, self.request_timeout, clock=self.clock, max_line=self.max_line,
+                             connect_within=None if watch is None else watch.deadline - self.clock(),
+                             on_socket=None if watch is None else lambda sock: self._attach(watch, sock))
         last = None
         try:
             for now, payloads in reads:
                 for payload in payloads:
                     if payload == b'[DONE]':
                         if last is not None:
-                            timing.meta = json.loads(last).get('meta_info') or {}
+                            meta = json.loads(last).get('meta_info') or {}
+                            check_meta(meta, asked, prompt_len)
+                            timing.meta = meta
                         feed(now, '[DONE]')
                         return
                     last = payload
                     lean = lean_chunk(payload, quoted)
                     if lean is None:
                         event = json.loads(payload)
+                        meta = event.get('meta_info') or {}
+                        check_count('completion_tokens', meta.get('completion_tokens'), asked)
                         feed(now, event)
-                        stamp = (event.get('meta_info') or {}).get(stamp_key) if stamp_key else None
+                        stamp = meta.get(stamp_key) if stamp_key else None
                     else:
+                        if lean[1] > most or lean[1] < 0:
+                            check_count('completion_tokens', lean[1], asked)
                         feed(now, {'text': lean[0], 'meta_info': {'completion_tokens': lean[1]}})
                         stamp = lean[2]
                     add_chunk(round(now - t0, ITL_DIGITS))

@@ -23,6 +23,14 @@ import urllib.request
 _OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 # What a server that is down, restarting or still binding raises.
 CONNECTION_ERRORS = (urllib.error.URLError, http.client.HTTPException, ConnectionError, socket.timeout, OSError)
+# The longest stream line read: SGLang re-sends the cumulative text and ids in every chunk, some tens of bytes a
+# token, so a few MiB hold any output a benchmark asks for; a longer line is a broken server, not a long answer.
+MAX_LINE_BYTES = 4 << 20
+
+
+class BrokenResponse(http.client.HTTPException):
+    """An answer that breaks HTTP or the stream's contract (bad framing, an over-long line, counts beyond what was
+    asked); like http.client's own LineTooLong, it ends the request."""
 
 
 class HTTPStatusError(Exception):
@@ -32,6 +40,10 @@ class HTTPStatusError(Exception):
         super().__init__('%s answered HTTP %s: %s' % (url, status, (body or '').strip()[:500]))
         self.status = status
         self.body = body
+
+
+def line_too_long(max_line):
+    return 'a stream line longer than %d bytes (no newline within the limit)' % max_line
 
 
 def join(base_url, path):
@@ -75,11 +87,12 @@ def post(url, timeout=30.0):
         return exc.code, exc.read().decode('utf-8', 'replace')
 
 
-def stream_generate(base_url, body, timeout, clock=time.perf_counter):
+def stream_generate(base_url, body, timeout, clock=time.perf_counter, max_line=MAX_LINE_BYTES):
     """POST a streamed native /generate; yields (arrival time, event) per SSE `data:` line, event "[DONE]" last.
 
     The arrival time is taken as soon as the line is read, before it is parsed. Raises HTTPStatusError for an
-    answer other than 200 and ConnectionError when the stream ends before `data: [DONE]` (the server died).
+    answer other than 200, BrokenResponse for a line longer than max_line bytes and ConnectionError when the
+    stream ends before `data: [DONE]` (the server died).
     """
     parts = urllib.parse.urlsplit(base_url)
     if parts.scheme == 'https':
@@ -94,10 +107,12 @@ def stream_generate(base_url, body, timeout, clock=time.perf_counter):
             raise HTTPStatusError(join(base_url, '/generate'), response.status, response.read().decode('utf-8', 'replace'))
         readline = response.readline
         while True:
-            line = readline()
+            line = readline(max_line + 1)
             now = clock()
             if not line:
                 raise ConnectionError('the stream ended before data: [DONE]')
+            if len(line) > max_line:
+                raise BrokenResponse(line_too_long(max_line))
             if not line.startswith(b'data:'):
                 continue  # blank separators, comments, event: lines
             payload = line[5:].strip()

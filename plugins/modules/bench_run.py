@@ -31,6 +31,12 @@ description:
     asked for, as with the builtin harness.
   - Statistics mean the same for both harnesses (SGLang's client's definitions), see the C(_harness) module_utils.
   - A run where not every prompt completed is written with C(complete=false), and fails the task unless O(fail_on_incomplete=false).
+  - Every run has limits, derived from the workload unless given (RV(limits) returns them); a request past one is
+    recorded as failed with the reason, and what finished is kept. O(request_timeout) bounds each silent wait for
+    bytes, O(request_deadline) one request from its start to its end (so a server that streams only keep-alive
+    comments cannot hold it), O(run_deadline) the measured run (the warm-up gets one O(request_deadline)). A server's
+    answer that breaks the stream (bad chunk framing, a line over 4 MiB, a token count beyond what was asked) fails
+    its request the same way.
 author:
   - specdec.bench developers (!UNKNOWN)
 options:
@@ -69,7 +75,9 @@ options:
     default: 1
   request_rate:
     description:
-      - Mean requests per second of a Poisson arrival process.
+      - Mean requests per second of a Poisson arrival process (exponential gaps drawn with O(seed), the first
+        request at once, as SGLang's client does), each request sent at its arrival or when a concurrency slot
+        frees up, whichever is later. The SGLang client gets it as C(--request-rate).
       - Unset (or V(inf)) sends every request as soon as a concurrency slot is free.
     type: float
   flush_cache:
@@ -86,9 +94,28 @@ options:
     description: The stage id, copied into the result row.
     type: str
   request_timeout:
-    description: Seconds one request may stay silent before it counts as failed (builtin harness).
+    description:
+      - Seconds a request may wait for its next bytes (the connection, the first token, any later chunk) before it
+        fails (builtin harness).
+      - Default V(60 + input_len * concurrency / 2000) (C(CONNECT_S + input_len * concurrency / PREFILL_TOKENS_PER_S)):
+        a wave of prompts is prefilled before the last of them gets a token, at 2000 prompt tokens a second at least.
     type: float
-    default: 600
+  request_deadline:
+    description:
+      - Seconds one request may take from its start to its end; past it the request is ended and recorded as
+        failed, C(DeadlineExceeded) (builtin harness).
+      - Default O(request_timeout) V(+ output_len * 0.5) (2 output tokens a second at least).
+    type: float
+  run_deadline:
+    description:
+      - Seconds the measured run may take from its start. Past it the requests in flight are ended and those not
+        yet sent are not sent, all recorded as failed, C(DeadlineExceeded), next to what finished.
+      - Default V(2 * num_prompts / request_rate) (the arrivals, none for an infinite rate) plus
+        V(ceil(num_prompts / concurrency)) times O(request_deadline) (every wave of requests at its slowest).
+      - For O(harness=sglang) SGLang's client is stopped when O(run_deadline), one O(request_deadline) for its
+        warm-up and 180 s for its start-up and cache flush have passed; its own limit per request is 6 hours and it
+        writes no result when stopped, so such a run is recorded with no completed request.
+    type: float
   fail_on_incomplete:
     description: Fail the task (after writing the files) when not every prompt completed.
     type: bool
@@ -294,6 +321,27 @@ result:
       type: str
       returned: always
       sample: /root/bench_results/ct200-main/tp1-dflash/raw-c4.jsonl
+limits:
+  description: The limits the run had, in seconds, given or derived from the workload (see O(request_timeout), O(request_deadline), O(run_deadline)).
+  returned: unless in check mode or the options are invalid
+  type: dict
+  contains:
+    request_timeout:
+      description: O(request_timeout).
+      type: float
+      returned: always
+      sample: 60.5
+    request_deadline:
+      description: O(request_deadline).
+      type: float
+      returned: always
+      sample: 188.5
+    run_deadline:
+      description: O(run_deadline).
+      type: float
+      returned: always
+      sample: 3016.0
+  sample: {"request_timeout": 60.5, "request_deadline": 188.5, "run_deadline": 3016.0}
 result_file:
   description: Where the result row was written.
   returned: unless in check mode
@@ -319,7 +367,10 @@ skipped:
 
 import json
 import os
+import signal
+import subprocess
 import tempfile
+import threading
 import time
 
 from ansible.module_utils.basic import AnsibleModule
@@ -339,6 +390,12 @@ from ansible_collections.specdec.bench.plugins.module_utils._sglang_http import 
 CLIENT_MODULES = ('sglang.benchmark.serving', 'sglang.bench_serving')
 FIND_SPEC = 'import importlib.util, sys; raise SystemExit(importlib.util.find_spec(sys.argv[1]) is None)'
 CHECKPOINT_SECONDS = 1.0
+# The derived limits (see the options' docs): slow enough for any healthy server, so only a broken one meets them.
+CONNECT_S = 60.0  # connecting and queueing, before any prefill
+PREFILL_TOKENS_PER_S = 2000.0  # prompt tokens a server prefills a second at least
+DECODE_S_PER_TOKEN = 0.5  # seconds an output token takes at most
+CLIENT_SETUP_S = 180.0  # SGLang's client: imports, tokenizer, cache flush
+STOP_GRACE_S = 10.0  # after SIGTERM, before SIGKILL; also how long the module waits on a run past its deadline
 
 
 def sglang_command(python, client, params, output_file):
@@ -357,6 +414,23 @@ def sglang_command(python, client, params, output_file):
     if params['tokenizer']:
         command += ['--tokenizer', params['tokenizer']]
     return command + list(params['extra_args'])
+
+
+def run_limits(params):
+    """{request_timeout, request_deadline, run_deadline} in seconds: the options where given, else derived from the
+    workload (see DOCUMENTATION)."""
+    timeout = params['request_timeout']
+    if timeout is None:
+        timeout = CONNECT_S + params['input_len'] * params['concurrency'] / PREFILL_TOKENS_PER_S
+    request = params['request_deadline']
+    if request is None:
+        request = timeout + params['output_len'] * DECODE_S_PER_TOKEN
+    run = params['run_deadline']
+    if run is None:
+        rate = finite(params['request_rate'])
+        waves = -(-params['num_prompts'] // params['concurrency'])
+        run = (2.0 * params['num_prompts'] / rate if rate else 0.0) + waves * request
+    return dict(request_timeout=timeout, request_deadline=request, run_deadline=run)
 
 
 def write_atomic(path, text):
@@ -417,13 +491,34 @@ def progress_row(params, records, raw_path):
                       raw_file=raw_path, errors=[], **workload(params))
 
 
-def run_builtin(module, params, result_path, raw_path):
-    """Warm up, flush, run; every second the raw log gets the finished requests and the result file the counts.
+def drive(run, raw, records, on_checkpoint=None):
+    """Wait for a started LoadRun, appending its finished requests to the raw log every CHECKPOINT_SECONDS.
+
+    Its watchdog ends it at its run deadline; should its threads still not be done STOP_GRACE_S later, the run is
+    given up with what finished. Returns the records with the run's own added.
+    """
+    give_up = None if run.run_deadline is None else time.monotonic() + run.run_deadline + STOP_GRACE_S
+    while not run.wait(CHECKPOINT_SECONDS):
+        snapshot = records + list(run.records)
+        raw.append(snapshot)
+        if on_checkpoint is not None:
+            on_checkpoint(snapshot)
+        if give_up is not None and time.monotonic() > give_up:
+            break
+    records = records + list(run.records)
+    raw.append(records)
+    return records
+
+
+def run_builtin(module, params, limits, result_path, raw_path):
+    """Warm up, flush, run; every second the raw log gets the finished requests and, in the measured run, the result
+    file the counts. Every request is bound by the limits; the measured run by the run deadline.
 
     Returns (result row, error or None).
     """
     base = params['base_url'].rstrip('/')
     prompts = make_prompts(params['seed'], params['num_prompts'], params['input_len'])
+    timeouts = dict(request_deadline=limits['request_deadline'])
     raw = RawLog(raw_path)
     try:
         write_atomic(result_path, dump_row(progress_row(params, [], raw_path)))
@@ -431,13 +526,12 @@ def run_builtin(module, params, result_path, raw_path):
         if params['warmup_requests'] > 0:
             body = generate_body(prompts[0], params['output_len'])
             warmup = LoadRun(base, [body] * params['warmup_requests'], [0.0] * params['warmup_requests'],
-                             params['warmup_requests'], params['request_timeout'], warmup=True).start()
-            warmup.wait()
-            records.extend(warmup.records)
-            raw.append(records)
-            if not any(record['success'] for record in warmup.records):
+                             params['warmup_requests'], limits['request_timeout'], warmup=True,
+                             run_deadline=limits['request_deadline'], **timeouts).start()
+            records = drive(warmup, raw, records)
+            if not any(record['success'] for record in records):
                 row = from_builtin(records, None, raw_file=raw_path, interrupted=True, **workload(params))
-                row['errors'] = sorted(set(record['error'] for record in warmup.records))[:5]
+                row['errors'] = sorted(set(record['error'] or 'unfinished' for record in records))[:5]
                 write_atomic(result_path, dump_row(row))
                 return row, 'every warm-up request failed: %s' % '; '.join(row['errors'])
         if params['flush_cache']:
@@ -450,13 +544,10 @@ def run_builtin(module, params, result_path, raw_path):
 
         run = LoadRun(base, [generate_body(prompt, params['output_len']) for prompt in prompts],
                       arrival_times(params['seed'], len(prompts), params['request_rate']),
-                      params['concurrency'], params['request_timeout']).start()
-        while not run.wait(CHECKPOINT_SECONDS):
-            snapshot = records + list(run.records)
-            raw.append(snapshot)
-            write_atomic(result_path, dump_row(progress_row(params, snapshot, raw_path)))
-        records += run.records
-        raw.append(records)
+                      params['concurrency'], limits['request_timeout'], run_deadline=limits['run_deadline'],
+                      **timeouts).start()
+        records = drive(run, raw, records,
+                        lambda snapshot: write_atomic(result_path, dump_row(progress_row(params, snapshot, raw_path))))
     finally:
         raw.close()
 
@@ -465,9 +556,18 @@ def run_builtin(module, params, result_path, raw_path):
         server_info = request_json(base + '/server_info', timeout=30)
     except (HTTPStatusError, ValueError) + CONNECTION_ERRORS as exc:
         module.warn('cannot read /server_info after the run: %s' % exc)
-    row = from_builtin(records, run.duration, server_info=server_info, raw_file=raw_path, **workload(params))
+    row = from_builtin(records, run.duration, server_info=server_info, raw_file=raw_path,
+                       interrupted=run.duration is None, **workload(params))
+    if run.duration is None:  # given up: its threads outlived the run deadline
+        row['errors'] = (row['errors'] + ['the run did not end %g s after its deadline' % STOP_GRACE_S])[:5]
     write_atomic(result_path, dump_row(row))
     return row, None
+
+
+def client_deadline(params, limits):
+    """Seconds SGLang's client may run: its start-up and flush, its warm-up, the measured run."""
+    warmup = limits['request_deadline'] if params['warmup_requests'] > 0 else 0.0
+    return CLIENT_SETUP_S + warmup + limits['run_deadline']
 
 
 def find_client(module, python):
@@ -478,8 +578,39 @@ def find_client(module, python):
     return None
 
 
-def run_sglang(module, params, result_path, raw_path):
-    """Run SGLang's client once and map its line. Returns (row, error or None, command)."""
+class ClientStopper:
+    """Stops SGLang's client once `seconds` have passed: SIGTERM, then SIGKILL STOP_GRACE_S later.
+
+    Given to run_command as before_communicate_callback, which hands it the started process.
+    """
+
+    def __init__(self, seconds):
+        self.seconds = seconds
+        self.stopped = False
+        self._timer = None
+
+    def __call__(self, process):
+        self._timer = threading.Timer(self.seconds, self._stop, (process,))
+        self._timer.daemon = True
+        self._timer.start()
+
+    def _stop(self, process):
+        self.stopped = True
+        try:
+            process.send_signal(signal.SIGTERM)
+            process.wait(STOP_GRACE_S)
+        except subprocess.TimeoutExpired:
+            process.kill()
+        except OSError:
+            pass  # it ended meanwhile
+
+    def cancel(self):
+        if self._timer is not None:
+            self._timer.cancel()
+
+
+def run_sglang(module, params, limits, result_path, raw_path):
+    """Run SGLang's client once, stopped at its deadline, and map its line. Returns (row, error or None, command)."""
     log_path = os.path.join(params['output_dir'], raw_file_name(params['concurrency'], 'log'))
     python = params['python']
     if os.sep not in python:
@@ -492,8 +623,11 @@ def run_sglang(module, params, result_path, raw_path):
     os.close(handle)
     command = sglang_command(python, client, params, partial)
     environ = dict((str(key), str(value)) for key, value in params['environment'].items())
+    deadline = client_deadline(params, limits)
+    stopper = ClientStopper(deadline)
     try:
-        rc, out, err = module.run_command(command, environ_update=environ)
+        rc, out, err = module.run_command(command, environ_update=environ, before_communicate_callback=stopper)
+        stopper.cancel()
         with open(partial, encoding='utf-8', errors='replace') as stream:
             text = stream.read()
     finally:
@@ -502,6 +636,8 @@ def run_sglang(module, params, result_path, raw_path):
     write_atomic(log_path, out + err)
     write_atomic(raw_path, text)
     error = None if rc == 0 else 'the SGLang client exited with %d: %s' % (rc, (err or out).strip()[-2000:])
+    if stopper.stopped:
+        error = 'DeadlineExceeded: the SGLang client ran past its deadline of %g s and was stopped' % deadline
     try:
         row = from_sglang_client(text, raw_file=raw_path, interrupted=rc != 0, **workload(params))
     except ValueError as exc:
@@ -527,7 +663,9 @@ def main():
             flush_cache=dict(type='bool', default=True),
             output_dir=dict(type='path', required=True),
             stage=dict(type='str'),
-            request_timeout=dict(type='float', default=600),
+            request_timeout=dict(type='float'),
+            request_deadline=dict(type='float'),
+            run_deadline=dict(type='float'),
             fail_on_incomplete=dict(type='bool', default=True),
             python=dict(type='path', default='python3'),
             tokenizer=dict(type='str', no_log=False),
@@ -542,6 +680,12 @@ def main():
             module.fail_json(msg='%s must be at least 1, got %d' % (key, params[key]))
     if params['warmup_requests'] < 0:
         module.fail_json(msg='warmup_requests must be at least 0')
+    for key in ('request_timeout', 'request_deadline', 'run_deadline'):
+        if params[key] is not None and not (0 < params[key] < float('inf')):
+            module.fail_json(msg='%s must be a positive number of seconds, got %s' % (key, params[key]))
+    rate = params['request_rate']
+    if rate is not None and not rate > 0:
+        module.fail_json(msg='request_rate must be a positive number of requests per second or inf, got %s' % rate)
     if not params['base_url'].startswith(('http://', 'https://')):
         module.fail_json(msg='base_url must be an http:// or https:// URL, got %s' % params['base_url'])
     if module.check_mode:
@@ -552,11 +696,12 @@ def main():
         os.makedirs(params['output_dir'])
     result_path = os.path.join(params['output_dir'], result_file_name(params['concurrency']))
     raw_path = os.path.join(params['output_dir'], raw_file_name(params['concurrency']))
-    extra = {}
+    limits = run_limits(params)
+    extra = {'limits': limits}
     if params['harness'] == 'sglang':
-        row, error, extra['cmd'] = run_sglang(module, params, result_path, raw_path)
+        row, error, extra['cmd'] = run_sglang(module, params, limits, result_path, raw_path)
     else:
-        row, error = run_builtin(module, params, result_path, raw_path)
+        row, error = run_builtin(module, params, limits, result_path, raw_path)
     extra['elapsed_s'] = round(time.monotonic() - started, 4)
     if error is None and not row['complete']:
         error = '%d of %d requests completed' % (row['completed'], row['num_prompts'])

@@ -53,24 +53,24 @@ def chunked(*pieces):
 
 
 def dechunk_reads(reads):
-    """(body, what is left, the last chunk seen) of the reads, fed one by one as the reader gets them."""
-    got, rest, ended = [], b'', False
+    """(body, the last chunk seen) of the reads, fed one by one as the reader gets them."""
+    dechunker, got, ended = builtin.Dechunker(), [], False
     for data in reads:
-        body, rest, ended = builtin._dechunk(rest + data)
+        body, ended = dechunker.feed(data)
         got.append(body)
         if ended:
             break
-    return b''.join(got), rest, ended
+    return b''.join(got), ended
 
 
 def test_dechunk_gives_the_same_body_wherever_the_reads_split():
     body = [b'data: {"a": 1}\n\n', b'data: {"b"', b': 2}\n\n', b': a comment\n\ndata: [DONE]\n\n']
     raw = chunked(*body).replace(b'\r\n', b';x=1\r\n', 1)  # a chunk extension, which is ignored
-    whole = (b''.join(body), b'', True)
+    whole = (b''.join(body), True)
     for split in range(1, len(raw)):
         assert dechunk_reads([raw[:split], raw[split:]]) == whole, split
     assert dechunk_reads([raw[i:i + 1] for i in range(len(raw))]) == whole
-    assert dechunk_reads([raw[:-5]]) == (b''.join(body), b'', False)  # the last chunk not yet in
+    assert dechunk_reads([raw[:-5]]) == (b''.join(body), False)  # the last chunk not yet in
 
 
 def event(text, tokens, **meta):
