@@ -179,4 +179,3 @@ def test_a_gap_that_ends_at_a_line_end_keeps_the_next_line():
     log.skip(2048, cut=False)
     log.feed('{"step": 4, "total_steps": 10}\n')
     assert log.status()['lines'] == ['Loading', '[... 2.0 KiB of the log not read ...]', '{"step": 4, "total_steps": 10}']
-

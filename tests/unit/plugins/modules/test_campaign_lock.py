@@ -252,8 +252,7 @@ SAME_HOSTNAME_FORMATS = {
 
 @pytest.mark.parametrize('stale_after', [0, 3600])
 @pytest.mark.parametrize('kind', sorted(SAME_HOSTNAME_FORMATS))
-def test_a_live_lock_of_another_controller_with_this_hostname_is_not_taken(run_module, paths, controller, kind,
-                                                                            stale_after):
+def test_a_live_lock_of_another_controller_with_this_hostname_is_not_taken(run_module, paths, controller, kind, stale_after):
     """The reported case: pid 31337 on a controller named like this one, heartbeat 5 s old, was taken as gone."""
     before = put_lock(paths, SAME_HOSTNAME_FORMATS[kind](socket.gethostname()), heartbeat_age=5)
     result, calls = run_action(run_module, path=paths['lock'], campaign='other', stale_after=stale_after)
