@@ -127,10 +127,10 @@ def extract_verified(archive, entries, staging):
     return seen
 
 
-def check_destination(root, campaign_dir, paths):
-    """Refuse a destination that cannot take these files (relative to campaign_dir) without following a link.
+def check_destination(root, campaign_dir, files, folders=()):
+    """Refuse a destination that cannot take these files and folders (relative to campaign_dir) without following a link.
 
-    Every existing entry from below root down to each file must be a real folder (the file itself: a regular file);
+    Every existing entry from below root down to each file or folder must be a real folder (a file: a regular file);
     a symbolic link anywhere there, a file where a folder is needed or a folder where a file is, is a CollectError
     naming it. Nothing is written.
     """
@@ -151,12 +151,13 @@ def check_destination(root, campaign_dir, paths):
         if folder and not os.path.isdir(path):
             raise CollectError('%s is a file where the archive needs a folder; move it away and collect again' % path)
         if not folder and not os.path.isfile(path):
-            raise CollectError('%s is a folder where the archive has a file; move it away and collect again' % path)
+            raise CollectError('%s is %s where the archive has a file; move it away and collect again' % (
+                path, 'a folder' if os.path.isdir(path) else 'not a regular file'))
 
-    for path in paths:
+    for path, is_folder in [(path, False) for path in files] + [(path, True) for path in folders]:
         parts = relative.split(os.sep) + path.split('/')
         for depth in range(1, len(parts) + 1):
-            check(os.path.join(root, *parts[:depth]), depth < len(parts))
+            check(os.path.join(root, *parts[:depth]), is_folder or depth < len(parts))
 
 
 def collected_files(campaign_dir):
@@ -261,7 +262,7 @@ def unpack(archive, manifest, campaign_dir, stamp, source=None, check=False, roo
     entries = check_manifest(manifest)
     campaign_dir = os.path.abspath(campaign_dir)
     root = os.path.abspath(root) if root else os.path.dirname(os.path.dirname(campaign_dir))
-    check_destination(root, campaign_dir, sorted(entries) + ['%s/%s/x' % (META_DIR, SUPERSEDED_DIR), '%s/%s' % (META_DIR, MANIFEST_NAME)])
+    check_destination(root, campaign_dir, sorted(entries) + ['%s/%s' % (META_DIR, MANIFEST_NAME)], ['%s/%s' % (META_DIR, SUPERSEDED_DIR)])
     result = plan_merge(entries, campaign_dir)
     result['superseded_dir'] = None
     if check:
