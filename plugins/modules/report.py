@@ -21,7 +21,7 @@ description:
   - A row is C(ok) when its stage ran and the harness completed every prompt at that concurrency; failed,
     infeasible and never-run stages are rows too, with their status and reason, and C(report.md) lists them.
   - Every collected file is checked against the schema of its kind (C(campaign.json), C(status.json), C(result-c<N>.json),
-    C(server_info.json), C(gpus.json): the types and values the stages write) before it is used. A file that cannot be
+    C(server_info.json), C(gpus.json); the types and values the stages write) before it is used. A file that cannot be
     read, is not JSON or is not of its schema is skipped as if absent and named with the reason in RV(skipped_files), a
     warning, C(report.md) and C(results.json). The rows of a skipped C(status.json) or result file have the status
     C(invalid) and that reason; without C(campaign.json) the stages are the folders found.
