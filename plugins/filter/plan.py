@@ -632,6 +632,9 @@ def _stage(plan, table, tp, indices, why_not, host, method, params, port, stoppa
     sglang_args = _common_args(plan, tp['size'], port)
     sglang_args += [[item[0], item[1].format_map(values)] if isinstance(item, list) else item for item in entry['args']]
     sglang_args += [list(item) if isinstance(item, list) else item for item in plan['extra_args']]
+    # The server's command line after the launcher, word for word: what the unit runs and the preflight parses.
+    # --flag=value keeps a value that starts with '-' a value.
+    argv = [item if isinstance(item, str) else '%s=%s' % (item[0], item[1]) for item in sglang_args]
     env = {'CUDA_VISIBLE_DEVICES': ','.join(uuid or '' for uuid in uuids)}
     env.update((name, value.format_map(values)) for name, value in entry['env'].items())
     env.update(plan['env'])
@@ -652,6 +655,7 @@ def _stage(plan, table, tp, indices, why_not, host, method, params, port, stoppa
         'model_path': plan['model']['path'],
         'draft_path': plan['draft'].get('path') if uses_draft else None,
         'sglang_args': sglang_args,
+        'argv': argv,
         'env': env,
         'workload': dict(plan['workload']),
         'concurrency': list(plan['concurrency']),

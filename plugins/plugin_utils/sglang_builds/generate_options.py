@@ -39,6 +39,15 @@ def _plain(value):
     return None
 
 
+def _choices(choices):
+    """The choices in their order; a set's (one option in 0.5.23) sorted, so the file is the same on every run."""
+    if choices is None:
+        return None
+    if isinstance(choices, (set, frozenset)):
+        choices = sorted(choices, key=str)
+    return [_plain(choice) for choice in choices]
+
+
 def describe(parser):
     options = []
     for action in parser._actions:  # pylint: disable=protected-access
@@ -57,7 +66,7 @@ def describe(parser):
             'class': kind,
             'nargs': action.nargs,
             'type': TYPES.get(type_name, type_name),
-            'choices': [_plain(choice) for choice in action.choices] if action.choices is not None else None,
+            'choices': _choices(action.choices),
             'default': _plain(action.default),
             'const': _plain(getattr(action, 'const', None)),
             'required': bool(action.required),
