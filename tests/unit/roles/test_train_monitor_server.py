@@ -284,6 +284,8 @@ def test_page_is_self_contained_and_locked_down(service):
 
 def load_monitor():
     """The service's module, imported as the service runs it (its parser beside it)."""
+    # No __pycache__ in the role's files: the role ships that folder as it is.
+    writes_bytecode, sys.dont_write_bytecode = sys.dont_write_bytecode, True
     sys.path.insert(0, FILES)
     sys.path.insert(0, os.path.dirname(PARSER))
     try:
@@ -291,6 +293,7 @@ def load_monitor():
     finally:
         sys.path.remove(FILES)
         sys.path.remove(os.path.dirname(PARSER))
+        sys.dont_write_bytecode = writes_bytecode
 
 
 def burst(first_step, size, total=10_000_000):
