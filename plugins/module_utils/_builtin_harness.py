@@ -196,7 +196,7 @@ def stream_reads(base_url, body, timeout, clock=time.perf_counter, max_line=MAX_
                 data = b''.join(pending)
             lines = data.split(b'\n')
             tail = lines.pop()
-            if pending and len(lines[0]) > max_line:  # only the line that joined earlier reads can be that long
+            if len(data) > max_line and max(map(len, lines)) > max_line:
                 raise BrokenResponse(line_too_long(max_line))
             pending, pending_len = ([tail], len(tail)) if tail else ([], 0)
             payloads = [line[5:].strip() for line in lines if line[:5] == b'data:']
@@ -234,25 +234,29 @@ def lean_chunk(payload, stamp_key=None):
     return text.group(3) is not None, count, stamp
 
 
-def check_count(name, value, most=None):
+def check_count(name, value, most=None, what='asked for'):
     """A count of a server's meta_info: None, or an integer from 0 to most (when given); else BrokenResponse."""
     if value is None:
         return
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise BrokenResponse('the server claims %s %r, which is no count' % (name, value))
     if most is not None and value > most:
-        raise BrokenResponse('the server claims %s %d, more than the %d asked for' % (name, value, most))
+        raise BrokenResponse('the server claims %s %d, more than the %d %s' % (name, value, most, what))
 
 
 def check_meta(meta, asked_tokens, prompt_len):
     """A request's final meta_info against what was asked: no more output tokens than max_new_tokens, no more
-    prompt tokens than were sent, no more verify steps than output tokens. Raises BrokenResponse."""
-    check_count('completion_tokens', meta.get('completion_tokens'), asked_tokens)
+    prompt tokens than were sent, no more verify steps than output tokens, an acceptance length within them.
+    Raises BrokenResponse."""
+    tokens = meta.get('completion_tokens')
+    check_count('completion_tokens', tokens, asked_tokens)
     check_count('prompt_tokens', meta.get('prompt_tokens'), prompt_len)
-    check_count('spec_verify_ct', meta.get('spec_verify_ct'), meta.get('completion_tokens', asked_tokens))
+    check_count('spec_verify_ct', meta.get('spec_verify_ct'), tokens, 'output tokens')
     accept = meta.get('spec_accept_length')
-    if accept is not None and (finite(accept) is None or not 0 <= accept <= (asked_tokens or accept)):
-        raise BrokenResponse('the server claims spec_accept_length %r, out of 0..%s' % (accept, asked_tokens))
+    if accept is not None:
+        value = finite(accept)
+        if value is None or value < 0 or (tokens is not None and value > tokens):
+            raise BrokenResponse('the server claims spec_accept_length %r, beyond its %s output tokens' % (accept, tokens))
 
 
 class _Watch:
@@ -312,6 +316,7 @@ class LoadRun:
         self._done = threading.Event()
         self._run_end = None
         self._closed = None  # why no request starts any more (the run's deadline passed)
+        self._closing_event = threading.Event()  # set with _closed: wakes the slots waiting for an arrival
         self._watches = {}  # index: _Watch of each request in flight
 
     def start(self):
@@ -350,11 +355,6 @@ class LoadRun:
         """From the start to the end of the last request (None until finished)."""
         return None if self.finished_at is None else self.finished_at - self.started_at
 
-    @property
-    def stopped(self):
-        """Why the run stopped sending (its deadline passed), or None."""
-        return self._closed
-
     def _take(self):
         with self._lock:
             index = self._next
@@ -367,6 +367,7 @@ class LoadRun:
         """Why no request may start at `now`, or None; the first to see the run's deadline passed notes it."""
         if self._closed is None and self._run_end is not None and now >= self._run_end:
             self._closed = 'DeadlineExceeded: the run passed its deadline of %g s' % self.run_deadline
+            self._closing_event.set()
         return self._closed
 
     def _watchdog(self):
@@ -396,10 +397,9 @@ class LoadRun:
                 if index is None:
                     return
                 intended = max(self.started_at + self.arrivals[index], slot_free)
-                wake = intended if self._run_end is None else min(intended, self._run_end)
-                delay = wake - self.clock()
+                delay = intended - self.clock()
                 if delay > 0:
-                    time.sleep(delay)
+                    self._closing_event.wait(delay)  # the arrival, or the run's deadline if that comes first
                 if self._closing(self.clock()):
                     self.records.append(self._unsent(index, intended))
                     continue

@@ -97,8 +97,8 @@ options:
     description:
       - Seconds a request may wait for its next bytes (the connection, the first token, any later chunk) before it
         fails (builtin harness).
-      - Default V(60 + input_len * concurrency / 2000) (C(CONNECT_S + input_len * concurrency / PREFILL_TOKENS_PER_S)):
-        a wave of prompts is prefilled before the last of them gets a token, at 2000 prompt tokens a second at least.
+      - Default V(60 + input_len * concurrency / 2000), in seconds. A wave of prompts is prefilled before the last
+        of them gets a token, at 2000 prompt tokens a second at least.
     type: float
   request_deadline:
     description:
@@ -455,8 +455,9 @@ def dump_row(row):
 
 
 def workload(params):
+    """The row's workload keys; an infinite rate is null (strict JSON has no infinity)."""
     return dict(concurrency=params['concurrency'], num_prompts=params['num_prompts'], input_len=params['input_len'],
-                output_len=params['output_len'], request_rate=params['request_rate'], seed=params['seed'],
+                output_len=params['output_len'], request_rate=finite(params['request_rate']), seed=params['seed'],
                 stage=params['stage'])
 
 
@@ -491,19 +492,19 @@ def progress_row(params, records, raw_path):
                       raw_file=raw_path, errors=[], **workload(params))
 
 
-def drive(run, raw, records, on_checkpoint=None):
+def drive(run, raw, records, seconds, on_checkpoint=None):
     """Wait for a started LoadRun, appending its finished requests to the raw log every CHECKPOINT_SECONDS.
 
-    Its watchdog ends it at its run deadline; should its threads still not be done STOP_GRACE_S later, the run is
-    given up with what finished. Returns the records with the run's own added.
+    Its watchdog ends it within `seconds` (its deadlines); should its threads still not be done STOP_GRACE_S later,
+    the run is given up with what finished. Returns the records with the run's own added.
     """
-    give_up = None if run.run_deadline is None else time.monotonic() + run.run_deadline + STOP_GRACE_S
+    give_up = time.monotonic() + seconds + STOP_GRACE_S
     while not run.wait(CHECKPOINT_SECONDS):
         snapshot = records + list(run.records)
         raw.append(snapshot)
         if on_checkpoint is not None:
             on_checkpoint(snapshot)
-        if give_up is not None and time.monotonic() > give_up:
+        if time.monotonic() > give_up:
             break
     records = records + list(run.records)
     raw.append(records)
@@ -518,17 +519,17 @@ def run_builtin(module, params, limits, result_path, raw_path):
     """
     base = params['base_url'].rstrip('/')
     prompts = make_prompts(params['seed'], params['num_prompts'], params['input_len'])
-    timeouts = dict(request_deadline=limits['request_deadline'])
     raw = RawLog(raw_path)
     try:
         write_atomic(result_path, dump_row(progress_row(params, [], raw_path)))
         records = []
         if params['warmup_requests'] > 0:
             body = generate_body(prompts[0], params['output_len'])
+            # every warm-up request starts at once: their request deadline bounds the warm-up
             warmup = LoadRun(base, [body] * params['warmup_requests'], [0.0] * params['warmup_requests'],
                              params['warmup_requests'], limits['request_timeout'], warmup=True,
-                             run_deadline=limits['request_deadline'], **timeouts).start()
-            records = drive(warmup, raw, records)
+                             request_deadline=limits['request_deadline']).start()
+            records = drive(warmup, raw, records, limits['request_deadline'])
             if not any(record['success'] for record in records):
                 row = from_builtin(records, None, raw_file=raw_path, interrupted=True, **workload(params))
                 row['errors'] = sorted(set(record['error'] or 'unfinished' for record in records))[:5]
@@ -544,9 +545,9 @@ def run_builtin(module, params, limits, result_path, raw_path):
 
         run = LoadRun(base, [generate_body(prompt, params['output_len']) for prompt in prompts],
                       arrival_times(params['seed'], len(prompts), params['request_rate']),
-                      params['concurrency'], limits['request_timeout'], run_deadline=limits['run_deadline'],
-                      **timeouts).start()
-        records = drive(run, raw, records,
+                      params['concurrency'], limits['request_timeout'], request_deadline=limits['request_deadline'],
+                      run_deadline=limits['run_deadline']).start()
+        records = drive(run, raw, records, limits['run_deadline'],
                         lambda snapshot: write_atomic(result_path, dump_row(progress_row(params, snapshot, raw_path))))
     finally:
         raw.close()

@@ -6,16 +6,22 @@ its client replayed from the captured output (tests/fixtures/sglang-client) thro
 
 from __future__ import annotations
 
+import functools
 import json
 import os
+import sys
+import time
 
 import pytest
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.specdec.bench.plugins.module_utils._builtin_harness import LoadRun, generate_body, make_prompts
+from ansible_collections.specdec.bench.plugins.module_utils._builtin_harness import LoadRun, arrival_times, generate_body, make_prompts
 from ansible_collections.specdec.bench.plugins.module_utils._harness import RESULT_KEYS
 from ansible_collections.specdec.bench.plugins.modules import bench_run
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'module_utils'))
+import scripted_sglang as scripted  # noqa: E402  pylint: disable=wrong-import-position
 
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..', 'fixtures', 'sglang-client')
 PYTHON = '/opt/sglang/bin/python'
@@ -208,3 +214,165 @@ def test_builtin_checkpoints_counts_while_it_runs(run_module, dflash, tmp_path, 
     assert len(progress) >= 2 and all(row['complete'] is False and row['mean_ttft_ms'] is None for row in progress)
     assert [row['completed'] for row in progress] == sorted(row['completed'] for row in progress)
     assert progress[0]['completed'] == 0 and final['complete'] is True and final['completed'] == 6
+
+
+# ---- limits: deadlines, the SGLang client's deadline, bounded counts, the request rate (scripted servers)
+
+
+@pytest.fixture
+def scripted_server():
+    servers = []
+
+    def make(script):
+        servers.append(scripted.ScriptedServer(script))
+        return servers[-1]
+
+    yield make
+    for server in servers:
+        server.close()
+
+
+def scripted_args(server, tmp_path, **extra):
+    values = dict(base_url=server.base_url, concurrency=1, num_prompts=4, input_len=3, output_len=4, seed=5,
+                  warmup_requests=1, output_dir=str(tmp_path / 'stage'), stage='tp1-test')
+    values.update(extra)
+    return values
+
+
+class SkewedClock:
+    """time.perf_counter, moved forward when told: the run's deadline passes exactly when the test says."""
+
+    def __init__(self):
+        self.skew = 0.0
+
+    def __call__(self):
+        return time.perf_counter() + self.skew
+
+
+def test_the_limits_are_derived_from_the_workload_unless_given():
+    params = dict(request_timeout=None, request_deadline=None, run_deadline=None, input_len=1024, output_len=256,
+                  concurrency=16, num_prompts=64, request_rate=None)
+    limits = bench_run.run_limits(params)
+    assert limits['request_timeout'] == 60 + 1024 * 16 / 2000.0
+    assert limits['request_deadline'] == limits['request_timeout'] + 256 * 0.5
+    assert limits['run_deadline'] == 4 * limits['request_deadline']  # four waves of 16
+    paced = bench_run.run_limits(dict(params, request_rate=8.0, num_prompts=65))
+    assert paced['run_deadline'] == 2 * 65 / 8.0 + 5 * limits['request_deadline']
+    assert bench_run.run_limits(dict(params, request_timeout=5.0, run_deadline=7.0)) == dict(
+        request_timeout=5.0, request_deadline=5.0 + 128, run_deadline=7.0)
+
+
+@pytest.mark.parametrize('key, value', [('request_deadline', 0), ('run_deadline', -1.0), ('request_timeout', float('nan')),
+                                        ('request_rate', 0.0), ('request_rate', float('nan'))])
+def test_limits_and_rate_must_be_positive(run_module, tmp_path, key, value):
+    result = run_module(bench_run, dict(concurrency=1, num_prompts=1, input_len=1, output_len=1,
+                                        output_dir=str(tmp_path / 'x'), **{key: value}))
+    assert result['exit_code'] == 1 and result['msg'].startswith(key + ' must be a positive number')
+    assert not (tmp_path / 'x').exists()
+
+
+def test_a_server_that_only_pings_fails_the_warm_up_at_its_deadline_and_the_raw_log_keeps_it(run_module, scripted_server,
+                                                                                              tmp_path):
+    server = scripted_server(scripted.ping)
+    result = run_module(bench_run, scripted_args(server, tmp_path, request_deadline=0.2))
+    reason = 'DeadlineExceeded: the request passed its deadline of 0.2 s'
+    assert result['exit_code'] == 1 and result['msg'] == 'every warm-up request failed: ' + reason
+    assert result['limits']['request_deadline'] == 0.2 and result['limits']['request_timeout'] == 60 + 3 / 2000.0
+    row, records = read_files(tmp_path, 1)
+    assert row['errors'] == [reason] and row['complete'] is False
+    assert [(r['warmup'], r['success'], r['error']) for r in records] == [(True, False, reason)]
+    assert isinstance(server.outcome(0), OSError)  # the request was ended, its connection closed
+
+
+@pytest.mark.parametrize('fail_on_incomplete', [True, False])
+def test_the_run_deadline_ends_the_run_and_keeps_what_finished(run_module, scripted_server, tmp_path, monkeypatch,
+                                                               fail_on_incomplete):
+    clock = SkewedClock()
+
+    def stall_past_the_deadline(stream, body, number):
+        clock.skew += 10000.0  # the measured run's deadline passes while this request is in flight
+        scripted.ping(stream, body, number)
+
+    # the warm-up and two measured requests finish, the third stalls, the fourth is never sent
+    server = scripted_server(scripted.by_number(scripted.good, scripted.good, scripted.good, stall_past_the_deadline))
+    monkeypatch.setattr(bench_run, 'LoadRun', functools.partial(LoadRun, clock=clock))
+    result = run_module(bench_run, scripted_args(server, tmp_path, run_deadline=1000.0, fail_on_incomplete=fail_on_incomplete))
+    reason = 'DeadlineExceeded: the run passed its deadline of 1000 s'
+    row = result['result']
+    assert (row['completed'], row['failed'], row['complete']) == (2, 2, False)
+    assert row['errors'] == [reason, 'not sent: ' + reason] and row['total_output_tokens'] == 8
+    if fail_on_incomplete:
+        assert result['exit_code'] == 1 and result['msg'] == '2 of 4 requests completed: ' + reason
+    else:
+        assert result['exit_code'] == 0 and result['result_file'].endswith('result-c1.json')
+    written, records = read_files(tmp_path, 1)
+    assert written == row and result['limits']['run_deadline'] == 1000.0
+    measured = sorted((r for r in records if not r['warmup']), key=lambda r: r['index'])
+    assert [(r['success'], r['error']) for r in measured] == [(True, None), (True, None), (False, reason),
+                                                              (False, 'not sent: ' + reason)]
+    assert len(server.bodies) == 4 and isinstance(server.outcome(3), OSError)
+
+
+def test_a_server_claiming_more_tokens_than_asked_fails_the_request_and_keeps_the_record_small(run_module, scripted_server,
+                                                                                                tmp_path):
+    def absurd(stream, body, number):
+        if number < 2:  # the warm-up and the first measured request are fine
+            scripted.good(stream, body, number)
+            return
+        stream.write(scripted.CHUNKED_HEAD + scripted.chunk(scripted.event(' a', 1)) +
+                     scripted.chunk(scripted.event(' a b', 50000000)) + b'0\r\n\r\n')
+
+    server = scripted_server(absurd)
+    result = run_module(bench_run, scripted_args(server, tmp_path, num_prompts=2, fail_on_incomplete=False))
+    reason = 'BrokenResponse: the server claims completion_tokens 50000000, more than the 4 asked for'
+    assert result['exit_code'] == 0 and result['result']['errors'] == [reason]
+    assert (result['result']['completed'], result['result']['total_output_tokens']) == (1, 4)
+    assert os.path.getsize(str(tmp_path / 'stage' / 'raw-c1.jsonl')) < 10000
+    _row, records = read_files(tmp_path, 1)
+    assert [(r['index'], r['error'], len(r['itl_s'])) for r in records if not r['success']] == [(1, reason, 0)]
+
+
+def test_the_builtin_harness_sends_at_the_seeded_poisson_arrivals_of_the_request_rate(run_module, scripted_server, tmp_path):
+    server = scripted_server(scripted.good)
+    result = run_module(bench_run, scripted_args(server, tmp_path, concurrency=4, num_prompts=6, request_rate=50.0))
+    assert result['exit_code'] == 0, result
+    assert result['result']['request_rate'] == 50.0 and result['result']['completed'] == 6
+    _row, records = read_files(tmp_path, 4)
+    measured = sorted((r for r in records if not r['warmup']), key=lambda r: r['index'])
+    arrivals = arrival_times(5, 6, 50.0)
+    assert [r['scheduled_s'] for r in measured] == arrivals and arrivals[-1] > 0
+    # each is meant to start at its arrival or later (a slot may be busy), and starts then or later; 1e-9: float rounding
+    assert all(r['intended_start_s'] >= r['scheduled_s'] - 1e-9 and r['start_s'] >= r['intended_start_s'] for r in measured)
+
+
+def test_an_infinite_rate_sends_everything_at_once_and_records_null(run_module, scripted_server, tmp_path):
+    server = scripted_server(scripted.good)
+    result = run_module(bench_run, scripted_args(server, tmp_path, concurrency=2, request_rate='inf'))
+    assert result['exit_code'] == 0, result
+    assert result['result']['request_rate'] is None
+    _row, records = read_files(tmp_path, 2)
+    assert all(r['scheduled_s'] == 0.0 for r in records)
+
+
+def test_the_sglang_client_is_stopped_at_its_deadline(run_module, monkeypatch, tmp_path):
+    # the server's interpreter: it has the client, and the client hangs (as one waiting on a stalled server would)
+    python = tmp_path / 'python'
+    python.write_text('#!/bin/sh\n[ "$1" = -c ] && exit 0\nexec sleep 60\n')
+    python.chmod(0o755)
+    monkeypatch.setattr(bench_run, 'CLIENT_SETUP_S', 0.0)
+    result = run_module(bench_run, sglang_args(tmp_path, python=str(python), warmup_requests=0, run_deadline=0.2,
+                                               extra_args=[]))
+    reason = 'DeadlineExceeded: the SGLang client ran past its deadline of 0.2 s and was stopped'
+    assert result['exit_code'] == 1 and result['msg'] == reason
+    assert result['cmd'][1:3] == ['-m', 'sglang.benchmark.serving']
+    row = result['result']
+    assert (row['completed'], row['failed'], row['complete'], row['errors']) == (0, 8, False, [reason])
+    assert read_files(tmp_path, 4)[0] == row
+
+
+def test_the_sglang_client_gets_the_request_rate(run_module, monkeypatch, tmp_path):
+    client = FakeClient(monkeypatch, installed=('sglang.benchmark.serving',))
+    result = run_module(bench_run, sglang_args(tmp_path, request_rate='2.5'))
+    assert result['exit_code'] == 0, result
+    assert options(client.commands[-1][3:])['--request-rate'] == '2.5'
+    assert result['result']['request_rate'] == 2.5
