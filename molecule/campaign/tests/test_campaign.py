@@ -108,6 +108,7 @@ def test_both_hosts_left_as_they_were(ct200, a100):
 
 FAULTS = {
     "tp8-fail-start": "Wait until the server answers /health_generate",
+    "tp8-renamed-flag": "Wait until the server answers /health_generate",
     "tp8-crash": "Run the harness at each concurrency",
     "tp8-never-ready": "Wait until the server answers /health_generate",
 }
@@ -143,3 +144,24 @@ def test_a_crash_mid_run_keeps_what_finished_marked_incomplete(ct200):
 def test_the_healthy_stage_after_the_faults_completed(ct200):
     st = status(ct200, "faults", "tp8-autoregressive")
     assert st["status"] == "ok" and st["headline"][0]["output_throughput"] > 0
+
+
+def test_a_flag_sglang_refuses_fails_its_stage_with_the_servers_own_message(ct200):
+    """With the preflight off, the server itself exits 2 with argparse's message, which the stage keeps."""
+    st = status(ct200, "faults", "tp8-renamed-flag")
+    evidence = "\n".join(st["evidence"]["journal"])
+    assert "sglang serve: error: unrecognized arguments: --mamba-scheduler-strategy extra_buffer" in evidence
+    assert st["evidence"]["unit_state"]["Result"] == "exit-code"
+
+
+def test_the_preflight_refuses_that_stage_before_anything_changes(ct200):
+    refusal = read_json(ct200, "/root/preflight-refusal.json")
+    assert refusal["task"] == "Parse every stage's command line with the host's own SGLang"
+    assert ("stage tp8-renamed-flag: SGLang 0.5.23+sim (/usr/bin/python3) refuses --mamba-scheduler-strategy: "
+            "unrecognized arguments") in refusal["msg"]
+    assert "tp8-autoregressive" not in refusal["msg"]
+    # nothing changed: the holder was not stopped, no folder, no unit, no lock, no conflicts record
+    assert ct200.check_output(f"systemctl show -p ActiveEnterTimestampMonotonic --value {HOLDER}") == refusal["holder_started"]
+    assert not ct200.file(f"{RESULTS}/refused").exists
+    assert ct200.check_output("ls /etc/systemd/system /var/lib/specdec/units | grep -c specdec-refused- || true") == "0"
+    assert not ct200.file("/var/lib/specdec/campaign.lock").exists

@@ -10,11 +10,14 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
 
 import pytest
+
+from ansible_collections.specdec.bench.plugins.plugin_utils import sglang_build
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
 EMULATOR = os.path.join(REPO, 'tests', 'sim', 'sglang_emulator')
@@ -22,6 +25,9 @@ LAYOUT = os.path.join(REPO, 'tests', 'sim', 'layouts', 'ct200.json')
 DEADLINE_S = 15.0
 DFLASH_ARGS = ('--speculative-algorithm', 'DFLASH', '--speculative-draft-model-path', 'z-lab/Qwen3.6-27B-DFlash',
                '--speculative-num-draft-tokens', '16')
+# The emulator's parser is made from the build profiles' option lists, as in the simulated hosts' image.
+OPTIONS_DIR = tempfile.mkdtemp(prefix='specdec-sim-options-')
+sglang_build.write_option_lists(OPTIONS_DIR)
 # Every request through urllib must ignore these: a test fails if traffic for 127.0.0.1 went to a proxy.
 DEAD_PROXY = 'http://127.0.0.1:9'
 
@@ -57,6 +63,8 @@ class Emulator:
             'SIM_SGLANG_LOAD_SECONDS': load_seconds,
             'SIM_SGLANG_TIME_SCALE': time_scale,
             'SIM_SGLANG_CHECK_MEMORY': '0',
+            'SIM_SGLANG_OPTIONS_DIR': OPTIONS_DIR,
+            'SIM_SGLANG_BUILD': 'sglang-ddtree-pr29907',
             'CUDA_VISIBLE_DEVICES': '1',
         })
         environ.update(env or {})
