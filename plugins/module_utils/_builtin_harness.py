@@ -16,6 +16,10 @@ time, taken before anything is parsed), and each chunk only for its text and tok
 cost of a chunk does not grow with the cumulative text and ids SGLang re-sends in every chunk. Besides the
 timings, a record keeps each chunk's arrival (chunk_s, seconds from the run's start, on the run's clock), so
 the client's delivery delay can be checked against a server's own send times (tests/perf/bench_harness.py).
+
+Limits: nothing a server sends can hold a run past its deadlines (a watchdog thread ends requests past them, see
+LoadRun), nor make the client loop or grow without bound: chunk framing is parsed strictly, a line is bounded
+(MAX_LINE_BYTES) and kept as pieces until its newline, and token counts are bounded by what the request asked.
 """
 
 from __future__ import annotations
@@ -172,9 +176,10 @@ def stream_reads(base_url, body, timeout, clock=time.perf_counter, max_line=MAX_
         response = connection.getresponse()
         if response.status != 200:
             raise HTTPStatusError(join(base_url, '/generate'), response.status, response.read().decode('utf-8', 'replace'))
-        dechunk = Dechunker().feed if response.chunked else None
+        chunked = response.chunked
+        dechunk = Dechunker().feed
         # chunked: the raw bytes after the headers, with one system call at most per read; else the body itself
-        read = response.fp.read1 if dechunk else response.read1
+        read = response.fp.read1 if chunked else response.read1
         pending, pending_len = [], 0  # the start of a line that no read has ended yet
         ended = False
         while not ended:
@@ -182,7 +187,7 @@ def stream_reads(base_url, body, timeout, clock=time.perf_counter, max_line=MAX_
             now = clock()
             if not data:
                 break
-            if dechunk:
+            if chunked:
                 data, ended = dechunk(data)
             if b'\n' not in data:
                 if data:

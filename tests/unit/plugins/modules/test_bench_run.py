@@ -271,8 +271,8 @@ def test_limits_and_rate_must_be_positive(run_module, tmp_path, key, value):
     assert not (tmp_path / 'x').exists()
 
 
-def test_a_server_that_only_pings_fails_the_warm_up_at_its_deadline_and_the_raw_log_keeps_it(run_module, scripted_server,
-                                                                                              tmp_path):
+def test_a_server_that_only_pings_fails_the_warm_up_at_its_deadline_and_the_raw_log_keeps_it(
+        run_module, scripted_server, tmp_path):
     server = scripted_server(scripted.ping)
     result = run_module(bench_run, scripted_args(server, tmp_path, request_deadline=0.2))
     reason = 'DeadlineExceeded: the request passed its deadline of 0.2 s'
@@ -313,8 +313,8 @@ def test_the_run_deadline_ends_the_run_and_keeps_what_finished(run_module, scrip
     assert len(server.bodies) == 4 and isinstance(server.outcome(3), OSError)
 
 
-def test_a_server_claiming_more_tokens_than_asked_fails_the_request_and_keeps_the_record_small(run_module, scripted_server,
-                                                                                                tmp_path):
+def test_a_server_claiming_more_tokens_than_asked_fails_the_request_and_keeps_the_record_small(
+        run_module, scripted_server, tmp_path):
     def absurd(stream, body, number):
         if number < 2:  # the warm-up and the first measured request are fine
             scripted.good(stream, body, number)
