@@ -43,7 +43,7 @@ ROW_KEYS = (
     'request_throughput', 'completed', 'failed', 'duration_s',
     'mean_ttft_ms', 'median_ttft_ms', 'p99_ttft_ms', 'mean_itl_ms', 'median_itl_ms', 'p99_itl_ms',
     'median_tpot_ms', 'p99_tpot_ms', 'median_e2e_latency_ms', 'p99_e2e_latency_ms',
-    'harness', 'gpu_name', 'gpu_count', 'gpus', 'driver', 'cuda', 'model', 'draft', 'sglang_version',
+    'harness', 'gpu_name', 'gpu_count', 'gpus', 'driver', 'cuda', 'model', 'draft', 'sglang_version', 'sglang_build',
 )
 # Numbers copied from the normalized harness result (plugins/module_utils/_harness.py RESULT_KEYS).
 RESULT_NUMBERS = (
@@ -140,7 +140,23 @@ def _check_stage(stage, field):
         for index, item in enumerate(items):
             if not valid(item):
                 return _bad('%s.%s[%d]' % (field, key, index), item, allowed)
+    build = stage.get('sglang_build')
+    if build is not None:
+        if not isinstance(build, dict):
+            return _bad(field + '.sglang_build', build, 'an object (the SGLang build profile)')
+        reason = _first(_optional_str(build, key) for key in ('name', 'release', 'version', 'python', 'description'))
+        if reason:
+            return '%s.sglang_build: %s' % (field, reason)
     return _first(_optional_str(stage, key) for key in ('method', 'reason', 'model_path', 'draft_path'))
+
+
+def build_label(build):
+    """'sglang-ddtree-pr29907 (0.5.23+sim in /usr/bin/python3)': the profile and the SGLang the stage's flags were for."""
+    if not build or not build.get('name'):
+        return None
+    found = build.get('version') or (('release %s' % build['release']) if build.get('release') else None)
+    where = ' in %s' % build['python'] if build.get('python') else ''
+    return '%s (%s%s)' % (build['name'], found or 'version unknown', where) if found or where else build['name']
 
 
 def check_plan(doc):
@@ -407,7 +423,8 @@ def stage_rows(host, campaign, entry):
         'driver': driver, 'cuda': cuda,
         'model': server_info.get('model_path') or stage.get('model_path'),
         'draft': server_info.get('speculative_draft_model_path') or stage.get('draft_path'),
-        'sglang_version': server_info.get('version'),
+        'sglang_version': server_info.get('version') or (stage.get('sglang_build') or {}).get('version'),
+        'sglang_build': (stage.get('sglang_build') or {}).get('name'),
     }
     concurrencies = sorted(set(stage.get('concurrency') or []) | set(entry['results']))
     rows = []
@@ -455,7 +472,7 @@ def add_speedup(rows, baseline_method=BASELINE_METHOD):
 
 def _environment(host_data):
     """The host's environment as its stages recorded it: GPUs, driver, CUDA, SGLang version(s), model, draft."""
-    gpus, drivers, cudas, versions, models, drafts = {}, [], [], [], [], []
+    gpus, drivers, cudas, versions, models, drafts, builds = {}, [], [], [], [], [], []
 
     def note(values, value):
         if value and value not in values:
@@ -468,6 +485,7 @@ def _environment(host_data):
         note(cudas, (doc.get('nvidia_driver') or {}).get('cuda_version'))
         info = entry['server_info'] or {}
         note(versions, info.get('version'))
+        note(builds, build_label(entry['stage'].get('sglang_build')))
         note(models, info.get('model_path') or entry['stage'].get('model_path'))
         note(drafts, info.get('speculative_draft_model_path') or entry['stage'].get('draft_path'))
     kinds = {}
@@ -482,7 +500,8 @@ def _environment(host_data):
     return {
         'gpus': [{'name': name, 'memory_total_mib': mib, 'count': count} for (name, mib), count in kinds.items()],
         'driver': ', '.join(drivers) or None, 'cuda': ', '.join(cudas) or None,
-        'sglang_version': ', '.join(versions) or None, 'model': ', '.join(models) or None,
+        'sglang_version': ', '.join(versions) or None, 'sglang_build': ', '.join(builds) or None,
+        'model': ', '.join(models) or None,
         'draft': ', '.join(drafts) or None, 'workload': workload,
     }
 
@@ -659,6 +678,7 @@ def render_markdown(report, plots=None):
         lines += [
             '- GPUs: %s' % _gpu_line(env),
             '- NVIDIA driver %s, CUDA %s, SGLang %s' % tuple(md_escape(env[key] or '–') for key in ('driver', 'cuda', 'sglang_version')),
+            '- SGLang build profile: %s' % md_escape(env.get('sglang_build') or '– (not recorded)'),
             '- Model %s%s' % (_md_code(env['model'] or '–'), ', draft %s' % _md_code(env['draft']) if env['draft'] else ''),
             '- Workload: %s input tokens, %s output tokens, %s prompts per concurrency' % tuple(
                 md_escape(workload.get(key, '–')) for key in ('input_len', 'output_len', 'num_prompts')),
@@ -822,7 +842,8 @@ def compare_rows(after_rows, before_rows):
         old, new = before.get(key) or {}, after.get(key) or {}
         either = new or old
         row = {'host': key[0], 'stage': key[1], 'setting': either.get('setting'), 'tp': either.get('tp'), 'concurrency': key[2],
-               'status_before': old.get('status', 'absent'), 'status_after': new.get('status', 'absent')}
+               'status_before': old.get('status', 'absent'), 'status_after': new.get('status', 'absent'),
+               'sglang_build_before': old.get('sglang_build'), 'sglang_build_after': new.get('sglang_build')}
         for metric, kind in (('output_throughput', 'pct'), ('speedup', 'abs'), ('accept_length', 'abs'),
                              ('median_ttft_ms', 'pct'), ('median_itl_ms', 'pct')):
             row[metric + '_before'], row[metric + '_after'] = old.get(metric), new.get(metric)
@@ -842,10 +863,16 @@ def render_comparison_markdown(after, before, rows, skipped=None):
     """compare-<before>.md; skipped: the files of either campaign that were skipped ([{'path', 'reason'}])."""
     lines = ['# Campaign `%s` against `%s`' % (after, before), '',
              'Before → after per host, stage and concurrency; Δ is after minus before (throughput and latency in %). '
-             'Speedups are each against their own campaign\'s baseline.', '',
-             '| host | TP | setting | c | tok/s before → after | Δ tok/s | speedup before → after | Δ speedup | '
-             'τ before → after | Δ τ | median TTFT ms before → after | Δ TTFT |',
-             '| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |']
+             'Speedups are each against their own campaign\'s baseline.', '']
+    builds = sorted(set('%s: %s → %s' % (row['host'], row['sglang_build_before'] or '–', row['sglang_build_after'] or '–')
+                        for row in rows if row['status_before'] != 'absent' and row['status_after'] != 'absent'
+                        and row['sglang_build_before'] != row['sglang_build_after']))
+    if builds:
+        lines += ['**The two campaigns ran different SGLang builds** (%s): a difference below may come from the build, '
+                  'not only from what the campaigns set out to compare.' % md_escape('; '.join(builds)), '']
+    lines += ['| host | TP | setting | c | tok/s before → after | Δ tok/s | speedup before → after | Δ speedup | '
+              'τ before → after | Δ τ | median TTFT ms before → after | Δ TTFT |',
+              '| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |']
     for row in rows:
         lines.append('| %s | %s | %s | %s | %s → %s | %s | %s → %s | %s | %s → %s | %s | %s → %s | %s |' % (
             md_escape(row['host']), row['tp'], md_escape(row['setting']), row['concurrency'],

@@ -75,7 +75,7 @@ def write_json(path, data):
 
 
 def make_campaign(root, host, campaign, matrix, concurrency=(1, 4), num_prompts=8, input_len=64, output_len=32, seed=0,
-                  faults=None, gpus=None, write_raw=True):
+                  faults=None, gpus=None, write_raw=True, sglang_build=None):
     """Write <root>/<host>/<campaign>/ for matrix [(tp, method, params)]; returns the stage dicts (the plan).
 
     faults: {stage id: ('failed', reason) | ('infeasible', reason) | ('never',) | ('incomplete', concurrency)}.
@@ -98,6 +98,8 @@ def make_campaign(root, host, campaign, matrix, concurrency=(1, 4), num_prompts=
                  'workload': {'input_len': input_len, 'output_len': output_len, 'num_prompts': num_prompts},
                  'concurrency': list(concurrency), 'feasible': fault[0] != 'infeasible',
                  'reason': fault[1] if fault[0] == 'infeasible' else None}
+        if sglang_build is not None:
+            stage['sglang_build'] = dict(sglang_build)
         stages.append(stage)
         stage_dir = folder / sid
         stage_dir.mkdir(exist_ok=True)
