@@ -50,6 +50,7 @@ ITL_DIGITS = 7  # raw records keep inter-token gaps and chunk times to 0.1 us
 READ_SIZE = 1 << 16  # bytes asked of the socket per read
 WATCHDOG_SECONDS = 0.1  # how often the watchdog looks for requests past their deadline (their lateness at most)
 MAX_CHUNK_HEAD = 1024  # bytes of a chunk size line, extensions included
+_HEX_DIGITS = b'0123456789abcdefABCDEF'
 _CHUNK_SIZE = re.compile(rb'([0-9A-Fa-f]{1,15})[ \t]*(?:;[^\r\n]*)?\Z')
 # A JSON value right after a key: what stream chunks are read for without parsing the whole chunk.
 _AFTER_KEY = re.compile(rb'\s*:\s*(?:(-?[0-9][0-9.eE+-]*)|(""|null)|("))')
@@ -87,6 +88,8 @@ def generate_body(prompt, output_len):
 def chunk_size(line):
     """The size of an HTTP/1.1 chunk from its size line (extensions ignored); BrokenResponse unless it is a plain
     hexadecimal number (int() would take -6, +6 or 0x6)."""
+    if 0 < len(line) < 16 and not line.strip(_HEX_DIGITS):  # the common case, hexadecimal digits alone
+        return int(line, 16)
     found = _CHUNK_SIZE.match(line)
     if found is None:
         raise BrokenResponse('chunk size line %r is not a hexadecimal size' % line[:40])
@@ -138,9 +141,17 @@ class Dechunker:
                         raise BrokenResponse('a chunk size line longer than %d bytes' % MAX_CHUNK_HEAD)
                     self._head = data[pos:]
                     break
-                self._left = chunk_size(data[pos:eol])
+                size = chunk_size(data[pos:eol])
                 pos = eol + 2
-                self.ended = not self._left
+                stop = pos + size
+                if size and stop + 2 <= end:  # the whole chunk is in this read: taken at once
+                    if data[stop:stop + 2] != b'\r\n':
+                        raise BrokenResponse('a chunk longer than its size line says')
+                    pieces.append(data[pos:stop])
+                    pos = stop + 2
+                else:
+                    self._left = size
+                    self.ended = not size
         return b''.join(pieces), self.ended
 
 
