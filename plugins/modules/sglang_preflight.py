@@ -20,7 +20,8 @@ description:
     draft folder exist and hold C(config.json).
   - Fails, naming every refused stage with its flag, the SGLang version and the interpreter, when any check fails.
   - Read-only; runs in check mode too.
-author: specdec.bench developers
+author:
+  - specdec.bench developers (!UNKNOWN)
 options:
   python:
     description: The servers' interpreter (the first word of the units' launcher).
@@ -43,8 +44,12 @@ options:
     default: 300
 attributes:
   check_mode:
+    description: Can run in C(check_mode) and return changed status prediction without modifying target.
     support: full
+    details:
+      - It only reads; check mode runs the same checks.
   diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in C(check_mode)), when in diff mode.
     support: none
 seealso:
   - module: specdec.bench.campaign_status
@@ -120,7 +125,7 @@ def folder_problems(stages):
 def run_parser(python, stages, timeout):
     request = json.dumps({'stages': [[str(stage.get('id')), [str(word) for word in stage.get('argv') or []]] for stage in stages]})
     proc = subprocess.run([python, '-c', PARSE_SCRIPT], input=request, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          universal_newlines=True, timeout=timeout, cwd='/')
+                          universal_newlines=True, timeout=timeout, cwd='/', check=False)
     return proc.returncode, proc.stdout, proc.stderr
 
 

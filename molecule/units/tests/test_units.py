@@ -192,3 +192,19 @@ def test_a_rendered_unit_starts_the_server_on_its_gpu(host):
     props = unit_props(host, unit, "ActiveState", "Result")
     assert props == {"ActiveState": "inactive", "Result": "success"}
     assert health(host, port) == 0
+
+
+def test_a_unit_systemd_rejects_stays_in_staging_and_never_reaches_systemd(host):
+    refusal = json.loads(host.file("/root/units-rejected.json").content_string)
+    assert refusal["task"] == "Verify the staged units with systemd-analyze"
+    assert host.file("/var/lib/specdec/units/units-rejected/specdec-units-rejected-tp1-autoregressive.service").exists
+    assert not host.file("/etc/systemd/system/specdec-units-rejected-tp1-autoregressive.service").exists
+
+
+def test_a_carriage_return_in_a_value_is_refused_before_anything_is_written(host):
+    refusal = json.loads(host.file("/root/units-crlf.json").content_string)
+    assert refusal["task"] == "Check the extra environment"
+    assert "no control characters" in refusal["msg"]
+    assert not host.file("/var/lib/specdec/units/units-crlf").exists
+    assert host.check_output("ls /etc/systemd/system | grep -c specdec-units-crlf || true") == "0"
+    assert not host.file("/tmp/PWNED").exists
