@@ -1,0 +1,179 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, specdec.bench developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""One way to run a long-lived process, two backends: systemd units, or specdec's supervisor where PID 1 is not systemd.
+
+Whatever the collection starts and stops (a stage's SGLang server, a training run, the monitor) goes through these
+functions, so every module reads the same state: running, exited (status 0), failed (with the exit status, the
+signal or why it could not start), inactive (defined, not started) or not-found. Standard library only, plus
+AnsibleModule's run_command for systemctl and journalctl.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+from ansible_collections.specdec.bench.plugins.module_utils import _supervisor as supervisor
+from ansible_collections.specdec.bench.plugins.module_utils._systemd import SYSTEMD_RUN_DIR, parse_show
+
+BACKENDS = ('systemd', 'supervisor')
+SYSTEMD_PROPERTIES = 'Id,LoadState,ActiveState,SubState,MainPID,Result,ExecMainStatus,ExecMainCode,ActiveEnterTimestamp,InactiveEnterTimestamp'
+DEFINITION_KEYS = ('argv', 'env', 'env_files', 'cwd', 'description', 'timeout_stop_sec')
+
+
+def detect_backend():
+    """systemd exactly when it is the running init system (sd_booted()), else the supervisor."""
+    return 'systemd' if os.path.isdir(SYSTEMD_RUN_DIR) else 'supervisor'
+
+
+def folder(state_dir, name):
+    return os.path.join(state_dir, name)
+
+
+def _systemd_state(props):
+    load, active = props.get('LoadState'), props.get('ActiveState')
+    pid = int(props.get('MainPID') or 0) or None
+    code = props.get('ExecMainStatus')
+    result = {'state': 'inactive', 'pid': pid, 'exit_code': int(code) if code and code.isdigit() else None,
+              'signal': None, 'error': None, 'started': props.get('ActiveEnterTimestamp') or None,
+              'finished': props.get('InactiveEnterTimestamp') or None, 'pids': [pid] if pid else [],
+              'sub_state': props.get('SubState'), 'result': props.get('Result')}
+    if load == 'not-found':
+        result['state'] = 'not-found'
+    elif active in ('active', 'activating', 'reloading', 'deactivating'):
+        result['state'] = 'running'
+    elif active == 'failed':
+        result['state'] = 'failed'
+        if props.get('ExecMainCode') == '2' and result['exit_code'] is not None:  # CLD_KILLED: the status is a signal
+            result['signal'], result['exit_code'] = result['exit_code'], None
+    elif props.get('Result') == 'success' and result['exit_code'] == 0 and props.get('InactiveEnterTimestamp'):
+        result['state'] = 'exited'
+    return result
+
+
+def status(module, backend, name, state_dir=supervisor.DEFAULT_STATE_DIR):
+    """The service's state as a dict (see the module doc); raises RuntimeError when systemctl cannot tell."""
+    if backend == 'supervisor':
+        return dict(supervisor.status(folder(state_dir, name)), backend=backend, name=name)
+    systemctl = module.get_bin_path('systemctl')
+    if systemctl is None:
+        raise RuntimeError('systemctl is not installed on this host: set specdec_service_backend to supervisor')
+    rc, out, err = module.run_command([systemctl, 'show', '-p', SYSTEMD_PROPERTIES, '--', name])
+    if rc != 0:
+        raise RuntimeError('systemctl show %s failed (rc %d): %s' % (name, rc, (err or out).strip()))
+    blocks = parse_show(out)
+    return dict(_systemd_state(blocks[0] if blocks else {}), backend=backend, name=name)
+
+
+def log(module, backend, name, lines, state_dir=supervisor.DEFAULT_STATE_DIR):
+    """(the service's last lines of output, why they could not be read or None): the journal, or the supervisor's log."""
+    if backend == 'supervisor':
+        path = folder(state_dir, name)
+        if not os.path.exists(os.path.join(path, supervisor.LOG)):
+            return [], 'no log at %s' % os.path.join(path, supervisor.LOG)
+        return supervisor.log_tail(path, lines), None
+    journalctl = module.get_bin_path('journalctl')
+    if journalctl is None:
+        return [], 'journalctl is not installed on this host'
+    rc, out, err = module.run_command([journalctl, '-u', name, '--no-pager', '-n', str(lines), '-o', 'cat'])
+    if rc != 0:
+        return out.splitlines(), 'journalctl failed (rc %d): %s' % (rc, (err or out).strip())
+    return out.splitlines(), None
+
+
+def check_definition(definition):
+    """The definition as written to service.json; ValueError naming the field."""
+    if not isinstance(definition, dict) or any(key not in DEFINITION_KEYS for key in definition):
+        raise ValueError('definition is %r; allowed: a mapping with keys %s' % (definition, ', '.join(DEFINITION_KEYS)))
+    argv = definition.get('argv')
+    if not isinstance(argv, list) or not argv or not all(isinstance(word, str) and word for word in argv):
+        raise ValueError('definition.argv is %r; allowed: a non-empty list of words, the program first' % (argv,))
+    if not os.path.isabs(argv[0]):
+        raise ValueError('definition.argv[0] is %r; allowed: an absolute path' % argv[0])
+    env = definition.get('env') or {}
+    if not isinstance(env, dict):
+        raise ValueError('definition.env is %r; allowed: a mapping of names to values' % (env,))
+    for key, value in env.items():
+        if not isinstance(value, (str, int, float)) or isinstance(value, bool):
+            raise ValueError('definition.env.%s is %r; allowed: a string or number' % (key, value))
+    out = dict(definition, env=dict((str(k), str(v)) for k, v in env.items()))
+    out.setdefault('env_files', [])
+    out.setdefault('cwd', '/')
+    return out
+
+
+def write_definition(path, definition, name):
+    """Write <path>/service.json when it differs; True when it changed."""
+    data = dict(check_definition(definition), name=name)
+    text = json.dumps(data, indent=2, sort_keys=True) + '\n'
+    target = os.path.join(path, supervisor.DEFINITION)
+    try:
+        with open(target, encoding='utf-8') as handle:
+            if handle.read() == text:
+                return False
+    except OSError:
+        pass
+    os.makedirs(path, mode=0o750, exist_ok=True)
+    tmp = target + '.tmp'
+    with open(tmp, 'w', encoding='utf-8') as handle:
+        handle.write(text)
+    os.chmod(tmp, 0o640)
+    os.replace(tmp, target)
+    return True
+
+
+def start(module, backend, name, state_dir=supervisor.DEFAULT_STATE_DIR, wait=10.0):
+    """Start the service unless it runs ("never twice"); (changed, status)."""
+    current = status(module, backend, name, state_dir)
+    if current['state'] == 'running':
+        return False, current
+    if current['state'] == 'not-found':
+        raise RuntimeError('%s is not defined (%s): nothing to start' % (
+            name, 'no unit' if backend == 'systemd' else 'no %s' % os.path.join(folder(state_dir, name), supervisor.DEFINITION)))
+    if backend == 'systemd':
+        rc, out, err = module.run_command([module.get_bin_path('systemctl', required=True), 'start', '--', name])
+        if rc != 0:
+            raise RuntimeError('systemctl start %s failed (rc %d): %s' % (name, rc, (err or out).strip()))
+        return True, status(module, backend, name, state_dir)
+    path = folder(state_dir, name)
+    for stale in (supervisor.RUN, supervisor.EXIT):
+        try:
+            os.remove(os.path.join(path, stale))
+        except OSError:
+            pass
+    python = sys.executable or '/usr/bin/python3'
+    # a session of its own and no stdio: it outlives the SSH connection, the module and the controller
+    subprocess.Popen([python, '-c', supervisor.SUPERVISOR_SCRIPT, path], stdin=subprocess.DEVNULL,  # pylint: disable=consider-using-with
+                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, close_fds=True, start_new_session=True, cwd='/')
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline:
+        if os.path.exists(os.path.join(path, supervisor.RUN)) or os.path.exists(os.path.join(path, supervisor.EXIT)):
+            break
+        time.sleep(0.02)
+    else:
+        raise RuntimeError('the supervisor of %s wrote no %s within %s s' % (name, supervisor.RUN, wait))
+    # a program that could not be executed: the supervisor records its exit right after run.json
+    run = supervisor.read_json(os.path.join(path, supervisor.RUN)) or {}
+    deadline = time.monotonic() + 5.0
+    while run.get('exec_error') and not os.path.exists(os.path.join(path, supervisor.EXIT)) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return True, status(module, backend, name, state_dir)
+
+
+def stop(module, backend, name, timeout, state_dir=supervisor.DEFAULT_STATE_DIR):
+    """Stop the service (SIGTERM to its process group, SIGKILL after timeout); (changed, status)."""
+    current = status(module, backend, name, state_dir)
+    if current['state'] != 'running':
+        return False, current
+    if backend == 'systemd':
+        rc, out, err = module.run_command([module.get_bin_path('systemctl', required=True), 'stop', '--', name])
+        if rc != 0:
+            raise RuntimeError('systemctl stop %s failed (rc %d): %s' % (name, rc, (err or out).strip()))
+    else:
+        supervisor.stop(folder(state_dir, name), timeout)
+    return True, status(module, backend, name, state_dir)

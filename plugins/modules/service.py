@@ -1,0 +1,204 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, specdec.bench developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+module: service
+short_description: Start, stop and read a long-lived process as a systemd unit or under specdec's own supervisor
+version_added: 0.3.0
+description:
+  - One interface for whatever the collection runs for a long time (a stage's SGLang server, a training run, the
+    monitoring page), with two backends.
+  - V(systemd) where PID 1 is systemd; the unit file is rendered by the role that owns it.
+  - V(supervisor) where PID 1 is not systemd (a Docker container whose entrypoint is a shell, C(sleep), sshd or tini).
+    The definition (O(definition)) is kept in C(<state_dir>/<name>/service.json). Starting it runs a small supervisor
+    process in a session of its own, which outlives the SSH connection and the controller. The supervisor starts the
+    program in a process group of its own, with its output appended to C(<state_dir>/<name>/log). It records the pid
+    and start time in C(run.json), and the exit status, or why the program could not start, in C(exit.json) when it ends.
+  - Starting a running service does nothing ("never twice"). Stopping sends SIGTERM to the process group, then SIGKILL
+    after O(timeout) seconds; systemd stops a unit as the unit says.
+  - A program that exits at once is not a failure of this module: RV(service.state) says what became of it (with the
+    supervisor, a program that could not be executed at all is already V(failed) with its RV(service.error)).
+author:
+  - specdec.bench developers (!UNKNOWN)
+options:
+  name:
+    description: The service's name; a systemd unit name (C(specdec-<campaign>-<stage>.service)) on both backends.
+    type: str
+    required: true
+  backend:
+    description: V(systemd) or V(supervisor); the probe's C(ansible_facts.specdec_host.init.service_backend) tells which.
+    type: str
+    required: true
+    choices: [systemd, supervisor]
+  state:
+    description:
+      - V(defined) writes O(definition) (supervisor only); V(started) starts the service unless it runs; V(stopped)
+        stops it; V(absent) stops it and removes its state folder (supervisor only); V(status) only reads.
+    type: str
+    default: status
+    choices: [defined, started, stopped, absent, status]
+  definition:
+    description:
+      - The program to run, for O(backend=supervisor) and O(state=defined).
+      - C(argv) (the program by absolute path first), C(env) (name to value), C(env_files) (C(NAME=value) files; a
+        leading C(-) allows the file to be absent), C(cwd), C(description), C(timeout_stop_sec).
+    type: dict
+  state_dir:
+    description: Where the supervisor keeps each service's folder.
+    type: path
+    default: /var/lib/specdec/services
+  timeout:
+    description: Seconds between SIGTERM and SIGKILL when stopping (supervisor).
+    type: int
+    default: 60
+  log_lines:
+    description: Return the service's last lines of output (the journal, or the supervisor's log); 0 returns none.
+    type: int
+    default: 0
+attributes:
+  check_mode:
+    description: Can run in C(check_mode) and return changed status prediction without modifying target.
+    support: full
+    details:
+      - Reports what it would start, stop or write and changes nothing.
+  diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in C(check_mode)), when in diff mode.
+    support: none
+seealso:
+  - module: ansible.builtin.systemd_service
+"""
+
+EXAMPLES = r"""
+- name: Define and start the training run where PID 1 is not systemd
+  specdec.bench.service:
+    name: specdec-train-dflash.service
+    backend: supervisor
+    state: started
+    definition:
+      argv: [/usr/bin/python3, /root/train_runs/dflash/run.py]
+      env: {CUDA_VISIBLE_DEVICES: GPU-0c2a...}
+      cwd: /root/train_runs/dflash
+
+- name: Read a stage server's state and last log lines
+  specdec.bench.service:
+    name: specdec-qwen36-tp1-dflash-n16.service
+    backend: "{{ ansible_facts.specdec_host.init.service_backend }}"
+    log_lines: 50
+  register: server
+"""
+
+RETURN = r"""
+service:
+  description: The service's state after the task.
+  returned: always
+  type: dict
+  contains:
+    state:
+      description: V(running), V(exited) (status 0), V(failed) (non-zero status, a signal, could not start), V(inactive)
+        (defined, not running) or V(not-found).
+      type: str
+      sample: running
+    pid:
+      description: The main pid (the last one when it ended).
+      type: int
+    pids:
+      description: Every live pid of the service (its process group and the main pid's descendants).
+      type: list
+      elements: int
+    exit_code:
+      description: The exit status once it ended; null while running or when killed by a signal.
+      type: int
+    signal:
+      description: The signal that ended it.
+      type: int
+    error:
+      description: Why it could not be started, or why its end was not recorded.
+      type: str
+  sample: {"state": "running", "pid": 4242, "pids": [4242, 4250], "exit_code": null, "signal": null, "error": null}
+log:
+  description: The last O(log_lines) lines of output.
+  returned: when O(log_lines) > 0
+  type: list
+  elements: str
+log_error:
+  description: Why the output could not be read.
+  returned: when O(log_lines) > 0
+  type: str
+"""
+
+import os
+import shutil
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.specdec.bench.plugins.module_utils import _service as service
+from ansible_collections.specdec.bench.plugins.module_utils import _supervisor as supervisor
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            name=dict(type='str', required=True),
+            backend=dict(type='str', required=True, choices=list(service.BACKENDS)),
+            state=dict(type='str', default='status', choices=['defined', 'started', 'stopped', 'absent', 'status']),
+            definition=dict(type='dict'),
+            state_dir=dict(type='path', default=supervisor.DEFAULT_STATE_DIR),
+            timeout=dict(type='int', default=60),
+            log_lines=dict(type='int', default=0),
+        ),
+        supports_check_mode=True,
+    )
+    p = module.params
+    name, backend, state, state_dir = p['name'], p['backend'], p['state'], p['state_dir']
+    if '/' in name or name in ('', '.', '..'):
+        module.fail_json(msg='name is %r; allowed: a unit name without "/"' % name)
+    if backend == 'systemd' and state in ('defined', 'absent'):
+        module.fail_json(msg='state=%s is for backend supervisor; a systemd unit is rendered and removed by its role' % state)
+    result = dict(changed=False)
+    try:
+        if p['definition'] is not None:
+            if backend != 'supervisor':
+                module.fail_json(msg='definition is for backend supervisor; a systemd unit is rendered by its role')
+            try:
+                definition = service.check_definition(p['definition'])
+            except ValueError as exc:
+                module.fail_json(msg=str(exc))
+            if module.check_mode:
+                current = supervisor.read_json(os.path.join(state_dir, name, supervisor.DEFINITION))
+                result['changed'] = current != dict(definition, name=name)
+            elif state in ('defined', 'started'):
+                result['changed'] = service.write_definition(os.path.join(state_dir, name), definition, name)
+        current = service.status(module, backend, name, state_dir)
+        if state == 'started' and current['state'] != 'running':
+            if module.check_mode:
+                result['changed'] = True
+            else:
+                changed, current = service.start(module, backend, name, state_dir)
+                result['changed'] = result['changed'] or changed
+        elif state in ('stopped', 'absent') and current['state'] == 'running':
+            if module.check_mode:
+                result['changed'] = True
+            else:
+                changed, current = service.stop(module, backend, name, p['timeout'], state_dir)
+                result['changed'] = result['changed'] or changed
+        if state == 'absent' and os.path.isdir(os.path.join(state_dir, name)):
+            result['changed'] = True
+            if not module.check_mode:
+                shutil.rmtree(os.path.join(state_dir, name))
+                current = service.status(module, backend, name, state_dir)
+        result['service'] = current
+        if p['log_lines'] > 0:
+            result['log'], result['log_error'] = service.log(module, backend, name, p['log_lines'], state_dir)
+    except (RuntimeError, ValueError, OSError) as exc:
+        module.fail_json(msg='%s (%s): %s' % (name, backend, exc), **result)
+    module.exit_json(**result)
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,155 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, specdec.bench developers
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""service with the supervisor backend: real processes, started detached, stopped by process group, exits recorded.
+
+Every wait has a deadline (wait_until); nothing is timed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import time
+
+import pytest
+
+from ansible_collections.specdec.bench.plugins.module_utils import _supervisor as supervisor
+from ansible_collections.specdec.bench.plugins.modules import service
+
+DEADLINE_S = 15.0
+NAME = 'specdec-test-tp1-autoregressive.service'
+
+
+def wait_until(predicate, what, timeout=DEADLINE_S):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.02)
+    raise AssertionError('timed out waiting for ' + what)
+
+
+@pytest.fixture(name='svc')
+def supervised(tmp_path, run_module):
+    started = []
+
+    def call(state='status', definition=None, name=NAME, **extra):
+        args = dict(name=name, backend='supervisor', state=state, state_dir=str(tmp_path), **extra)
+        if definition is not None:
+            args['definition'] = definition
+        result = run_module(service, args)
+        if state == 'started':
+            started.append(name)
+        return result
+    yield call
+    for name in started:  # never leave a process behind
+        run = supervisor.read_json(str(tmp_path / name / 'run.json'))
+        if run and supervisor.alive(run):
+            supervisor.signal_group(run, signal.SIGKILL)
+
+
+def sleeper(tmp_path, *extra):
+    """A program that writes a line, starts a child in its group, and waits for SIGTERM."""
+    script = tmp_path / 'sleeper.py'
+    script.write_text(
+        'import os, signal, subprocess, sys, time\n'
+        'print("hello from", os.getpid(), os.environ.get("GREETING"), flush=True)\n'
+        'child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])\n'
+        'open(sys.argv[1], "w").write(str(child.pid))\n'
+        'signal.signal(signal.SIGTERM, lambda *a: (print("terminated", flush=True), sys.exit(3)))\n'
+        'time.sleep(600)\n')
+    return {'argv': [sys.executable, str(script), str(tmp_path / 'child.pid')] + list(extra),
+            'env': {'GREETING': 'hi'}, 'cwd': str(tmp_path)}
+
+
+def test_started_runs_detached_and_never_twice(svc, tmp_path):
+    first = svc('started', sleeper(tmp_path))
+    assert first['changed'] and first['service']['state'] == 'running'
+    pid = first['service']['pid']
+    assert os.getsid(pid) != os.getsid(0), 'the service has a session of its own'
+    child = int(wait_until(lambda: (tmp_path / 'child.pid').exists() and (tmp_path / 'child.pid').read_text(), 'the child'))
+    assert child in svc()['service']['pids'] and pid in svc()['service']['pids']
+    assert supervisor.owner_of(child, str(tmp_path)) == NAME
+    again = svc('started', sleeper(tmp_path))
+    assert not again['changed'] and again['service']['pid'] == pid
+    log = wait_until(lambda: [line for line in svc(log_lines=20)['log'] if line.startswith('hello from')], 'the log')
+    assert log == ['hello from %d hi' % pid]
+
+
+def test_stopped_terminates_the_group_and_records_the_exit(svc, tmp_path):
+    pid = svc('started', sleeper(tmp_path))['service']['pid']
+    child = int(wait_until(lambda: (tmp_path / 'child.pid').exists() and (tmp_path / 'child.pid').read_text(), 'the child'))
+    result = svc('stopped', timeout=10)
+    assert result['changed'] and result['service']['state'] == 'failed' and result['service']['exit_code'] == 3
+    assert supervisor.start_ticks(pid) is None and supervisor.start_ticks(child) is None, 'the whole group is gone'
+    assert 'terminated' in svc(log_lines=5)['log'][-2]
+    assert not svc('stopped')['changed']
+
+
+def test_sigkill_after_the_timeout(svc, tmp_path):
+    definition = {'argv': [sys.executable, '-c', 'import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); '
+                                                 'print("up", flush=True); time.sleep(600)']}
+    svc('started', definition)
+    wait_until(lambda: 'up' in svc(log_lines=5)['log'], 'the program to ignore SIGTERM')
+    result = svc('stopped', timeout=1)
+    assert result['service']['state'] == 'failed' and result['service']['signal'] == signal.SIGKILL
+
+
+def test_exit_status_is_recorded_without_the_controller(svc, tmp_path):
+    svc('started', {'argv': [sys.executable, '-c', 'import sys; print("bye"); sys.exit(7)']})
+    status = wait_until(lambda: svc()['service']['state'] != 'running' and svc()['service'], 'the exit')
+    assert status['state'] == 'failed' and status['exit_code'] == 7
+    ended = json.loads((tmp_path / NAME / 'exit.json').read_text())
+    assert ended['exit_code'] == 7 and ended['finished']
+    svc('started', {'argv': [sys.executable, '-c', 'pass']})
+    assert wait_until(lambda: svc()['service']['state'] == 'exited', 'a clean exit')
+
+
+def test_a_program_that_cannot_run_is_failed_with_why(svc, tmp_path):
+    result = svc('started', {'argv': [str(tmp_path / 'nosuch')]})
+    assert result['service']['state'] == 'failed'
+    assert 'FileNotFoundError' in result['service']['error']
+    assert 'could not start' in svc(log_lines=3)['log'][-1]
+
+
+def test_env_files_and_missing_definition(svc, tmp_path):
+    (tmp_path / 'secrets.env').write_text('# a comment\nTOKEN="s3cret"\n')
+    definition = {'argv': [sys.executable, '-c', 'import os; print(os.environ["TOKEN"])'],
+                  'env_files': [str(tmp_path / 'secrets.env'), '-' + str(tmp_path / 'absent.env')]}
+    svc('started', definition)
+    assert wait_until(lambda: 's3cret' in svc(log_lines=5)['log'], 'the secret from the env file')
+    missing = svc('started', name='specdec-nosuch.service')
+    assert missing['failed'] and 'is not defined' in missing['msg']
+
+
+@pytest.mark.parametrize('definition, fragment', [
+    ({'argv': []}, 'definition.argv'),
+    ({'argv': ['python3']}, 'an absolute path'),
+    ({'argv': ['/bin/true'], 'user': 'x'}, 'allowed: a mapping with keys'),
+    ({'argv': ['/bin/true'], 'env': {'A': True}}, 'definition.env.A'),
+])
+def test_a_bad_definition_names_the_field(svc, definition, fragment):
+    result = svc('defined', definition)
+    assert result['failed'] and fragment in result['msg']
+
+
+def test_defined_is_idempotent_and_absent_removes_it(svc, tmp_path):
+    definition = {'argv': ['/bin/true']}
+    assert svc('defined', definition)['changed']
+    assert not svc('defined', definition)['changed']
+    assert svc()['service']['state'] == 'inactive'
+    assert svc('absent')['changed'] and not (tmp_path / NAME).exists()
+    assert svc()['service']['state'] == 'not-found'
+
+
+def test_a_killed_supervisor_is_seen_as_failed_not_running(svc, tmp_path):
+    svc('started', {'argv': [sys.executable, '-c', 'import time; time.sleep(600)']})
+    run = json.loads((tmp_path / NAME / 'run.json').read_text())
+    os.kill(run['supervisor_pid'], signal.SIGKILL)
+    supervisor.signal_group(run, signal.SIGKILL)
+    status = wait_until(lambda: svc()['service']['state'] != 'running' and svc()['service'], 'the end')
+    assert status['state'] == 'failed' and 'recorded no exit' in status['error']
