@@ -8,16 +8,17 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 module: sglang_ready
-short_description: Wait on the host until an SGLang server generates, or its unit dies
+short_description: Wait on the host until an SGLang server generates, or its service dies
 version_added: 0.1.0
 description:
   - Polls C(http://<host>:<port>/health_generate), which runs one generation step, every O(interval) seconds from the
     benchmark host itself, until it answers 200 or O(timeout) has passed.
-  - While it waits it reads the state of the systemd O(unit) every O(unit_check_every) polls, and stops at once
-    when the unit is no longer running (V(inactive) or V(failed)), so a server that crashed at start fails in
-    seconds, not after O(timeout).
+  - While it waits it reads the state of the service O(unit) (a systemd unit, or a service of specdec's supervisor,
+    O(backend)) every O(unit_check_every) polls, and stops at once when it is no longer running, so a server that
+    crashed at start fails in seconds, not after O(timeout).
   - Once ready it returns how long that took from the start of the module, and the server's C(/model_info) and C(/server_info).
-  - On a timeout or a dead unit it fails with the unit's state and the last O(journal_lines) lines of its journal.
+  - On a timeout or a dead service it fails with the service's state and its last O(journal_lines) lines of output
+    (the journal, or the supervisor's log).
   - Requests never go through a proxy, whatever C(HTTP_PROXY) says.
 author:
   - specdec.bench developers (!UNKNOWN)
@@ -32,9 +33,18 @@ options:
     default: 30000
   unit:
     description:
-      - The systemd unit running the server. Its state is checked while waiting and its journal is returned on failure.
-      - When unset, or when the host has no C(systemctl), only the HTTP endpoint is watched.
+      - The service running the server. Its state is checked while waiting and its output is returned on failure.
+      - When unset only the HTTP endpoint is watched.
     type: str
+  backend:
+    description: How O(unit) runs; see P(specdec.bench.service#module).
+    type: str
+    default: systemd
+    choices: [systemd, supervisor]
+  state_dir:
+    description: The supervisor's state folder (O(backend=supervisor)).
+    type: path
+    default: /var/lib/specdec/services
   timeout:
     description: Seconds to wait for the server to become ready, counted from the start of the module.
     type: float
@@ -52,7 +62,7 @@ options:
     type: int
     default: 5
   journal_lines:
-    description: How many of the unit's last journal lines a failure returns.
+    description: How many of the service's last lines of output a failure returns.
     type: int
     default: 50
 attributes:
@@ -113,18 +123,18 @@ last_status:
   type: int
   sample: 503
 unit_state:
-  description: The unit's last read state (C(systemctl show) properties); null when no unit was checked.
+  description: The service's last read state, as P(specdec.bench.service#module) returns it; null when none was checked.
   returned: always
   type: dict
-  sample: {"LoadState": "loaded", "ActiveState": "failed", "SubState": "failed", "MainPID": "0", "Result": "exit-code"}
+  sample: {"state": "failed", "pid": 4242, "exit_code": 1, "signal": null, "error": null, "backend": "systemd"}
 journal:
-  description: The unit's last O(journal_lines) journal lines, without metadata (C(journalctl -o cat)).
+  description: The service's last O(journal_lines) lines of output (C(journalctl -o cat), or the supervisor's log).
   returned: failure, when O(unit) is set
   type: list
   elements: str
   sample: ["torch.OutOfMemoryError: CUDA out of memory."]
 journal_error:
-  description: Why the journal could not be read (no C(journalctl), or its error output).
+  description: Why the output could not be read (no C(journalctl), its error output, no log).
   returned: failure, when the journal could not be read
   type: str
   sample: journalctl is not installed on this host
@@ -145,49 +155,34 @@ from ansible_collections.specdec.bench.plugins.module_utils._sglang_http import 
     get_status,
     request_json,
 )
-from ansible_collections.specdec.bench.plugins.module_utils._systemd import parse_show
+from ansible_collections.specdec.bench.plugins.module_utils import _service as service
 
-UNIT_PROPERTIES = 'LoadState,ActiveState,SubState,MainPID,Result'
-# A unit in one of these states runs nothing and will not start by itself (auto-restart shows as activating).
-DEAD_STATES = ('inactive', 'failed')
 MAX_INTERVAL = 0.2
 C_LOCALE = dict(LANG='C', LC_ALL='C', LC_MESSAGES='C', LANGUAGE='C', SYSTEMD_PAGER='', SYSTEMD_COLORS='0')
 
 
 def is_dead(state):
-    return bool(state) and state.get('ActiveState') in DEAD_STATES
+    """Not running and not going to run by itself (systemd shows an automatic restart as running)."""
+    return bool(state) and state.get('state') in ('inactive', 'exited', 'failed', 'not-found')
 
 
 def describe_state(unit, state):
     if not state:
         return '%s: state unknown' % unit
-    return '%s is %s/%s (result %s, main pid %s)' % (
-        unit, state.get('ActiveState'), state.get('SubState'), state.get('Result') or '-', state.get('MainPID') or '-')
+    ended = None
+    if state.get('state') != 'running':
+        ended = state.get('error') or ('killed by signal %s' % state['signal'] if state.get('signal') else
+                                       'exit status %s' % state['exit_code'] if state.get('exit_code') is not None else None)
+    return '%s is %s (%smain pid %s)' % (unit, state.get('state'), '%s, ' % ended if ended else '', state.get('pid') or '-')
 
 
-def read_unit_state(module, systemctl, unit):
-    """The unit's show properties as a dict, or None when systemctl cannot tell."""
-    rc, out, err = module.run_command([systemctl, 'show', '-p', UNIT_PROPERTIES, '--', unit])
-    if rc != 0:
-        module.warn('systemctl show %s failed (rc %d): %s' % (unit, rc, (err or out).strip()))
-        return None
+def read_unit_state(module, params):
+    """The service's state, or None (with a warning) when it cannot be told."""
     try:
-        blocks = parse_show(out)
-    except ValueError as exc:
-        module.warn('cannot parse systemctl show output: %s' % exc)
+        return service.status(module, params['backend'], params['unit'], params['state_dir'])
+    except (RuntimeError, ValueError, OSError) as exc:
+        module.warn('cannot read the state of %s: %s' % (params['unit'], exc))
         return None
-    return blocks[0] if blocks else None
-
-
-def read_journal(module, unit, lines):
-    """(journal lines, error text or None); never fails the module."""
-    journalctl = module.get_bin_path('journalctl')
-    if journalctl is None:
-        return [], 'journalctl is not installed on this host'
-    rc, out, err = module.run_command([journalctl, '-u', unit, '--no-pager', '-n', str(lines), '-o', 'cat'])
-    if rc != 0:
-        return out.splitlines(), 'journalctl failed (rc %d): %s' % (rc, (err or out).strip())
-    return out.splitlines(), None
 
 
 def read_info(module, base, path, timeout):
@@ -205,6 +200,8 @@ def main():
             host=dict(type='str', default='127.0.0.1'),
             port=dict(type='int', default=30000),
             unit=dict(type='str'),
+            backend=dict(type='str', default='systemd', choices=list(service.BACKENDS)),
+            state_dir=dict(type='path', default='/var/lib/specdec/services'),
             timeout=dict(type='float', default=600),
             interval=dict(type='float', default=0.1),
             probe_timeout=dict(type='float', default=5),
@@ -227,9 +224,10 @@ def main():
 
     module.run_command_environ_update.update(C_LOCALE)
     unit = params['unit']
-    systemctl = module.get_bin_path('systemctl') if unit else None
-    if unit and systemctl is None:
+    watch = bool(unit)
+    if unit and params['backend'] == 'systemd' and module.get_bin_path('systemctl') is None:
         module.warn('no systemctl on this host: the state of %s is not watched' % unit)
+        watch = False
 
     deadline = started + params['timeout']
     polls, status, state = 0, None, None
@@ -239,8 +237,8 @@ def main():
         polls += 1
         if status == 200:
             break
-        if systemctl and polls % params['unit_check_every'] == 1 % params['unit_check_every']:
-            state = read_unit_state(module, systemctl, unit)
+        if watch and polls % params['unit_check_every'] == 1 % params['unit_check_every']:
+            state = read_unit_state(module, params)
             if is_dead(state):
                 # it may have become ready and then died between two polls: one last look decides
                 if get_status(url, params['probe_timeout']) == 200:
@@ -249,8 +247,8 @@ def main():
                 fail(module, params, url, polls, status, state, '%s before it was ready' % describe_state(unit, state))
         now = time.monotonic()
         if now >= deadline:
-            if systemctl:
-                state = read_unit_state(module, systemctl, unit)
+            if watch:
+                state = read_unit_state(module, params)
             what = '; %s' % describe_state(unit, state) if unit else ''
             fail(module, params, url, polls, status, state,
                  'not ready after %s s: %s last answered %s%s' % (params['timeout'], url, status or 'nothing', what))
@@ -271,7 +269,8 @@ def main():
 def fail(module, params, url, polls, status, state, msg):
     result = dict(url=url, polls=polls, last_status=status, unit_state=state)
     if params['unit']:
-        result['journal'], journal_error = read_journal(module, params['unit'], params['journal_lines'])
+        result['journal'], journal_error = service.log(module, params['backend'], params['unit'], params['journal_lines'],
+                                                       params['state_dir'])
         if journal_error:
             result['journal_error'] = journal_error
     module.fail_json(msg=msg, **result)

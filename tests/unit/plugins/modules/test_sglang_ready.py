@@ -7,20 +7,23 @@ from __future__ import annotations
 
 import os
 import socket
+import sys
 import time
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.specdec.bench.plugins.module_utils import _service as service
+from ansible_collections.specdec.bench.plugins.plugin_utils import sglang_build
 from ansible_collections.specdec.bench.plugins.modules import sglang_ready
 
 UNIT = 'sglang-stage-tp1-dflash.service'
-SHOW = 'LoadState=loaded\nActiveState=%s\nSubState=%s\nMainPID=%s\nResult=%s\n'
+SHOW = 'LoadState=loaded\nActiveState=%s\nSubState=%s\nMainPID=%s\nResult=%s\nExecMainStatus=%s\nExecMainCode=1\n'
 
 
 class Host:
     """systemctl and journalctl of a host: the unit's state comes from a callable, journalctl may be missing or fail."""
 
-    def __init__(self, monkeypatch, state=lambda: ('active', 'running', '4242', 'success'), journal=(0, 'line one\nline two\n', ''),
+    def __init__(self, monkeypatch, state=lambda: ('active', 'running', '4242', 'success', '0'), journal=(0, 'line one\nline two\n', ''),
                  binaries=('systemctl', 'journalctl')):
         self.state = state
         self.journal = journal
@@ -34,7 +37,7 @@ class Host:
             assert module.run_command_environ_update.get('LC_ALL') == 'C'
             self.commands.append(args)
             if os.path.basename(args[0]) == 'systemctl':
-                assert args[1:] == ['show', '-p', 'LoadState,ActiveState,SubState,MainPID,Result', '--', UNIT]
+                assert args[1:] == ['show', '-p', service.SYSTEMD_PROPERTIES, '--', UNIT]
                 return 0, SHOW % self.state(), ''
             assert args[1:] == ['-u', UNIT, '--no-pager', '-n', '7', '-o', 'cat']
             return self.journal
@@ -63,7 +66,7 @@ def test_ready_returns_the_wait_and_the_server_documents(run_module, emulator, m
     assert result['last_status'] == 200
     assert result['model_info']['model_path'] == 'Qwen/Qwen3.6-27B'
     assert result['server_info']['speculative_algorithm'] == 'DFLASH'
-    assert result['unit_state']['ActiveState'] == 'active'
+    assert result['unit_state']['state'] == 'running' and result['unit_state']['pid'] == 4242
     assert 'systemctl' in host.verbs() and 'journalctl' not in host.verbs()
 
 
@@ -87,20 +90,20 @@ def test_never_ready_times_out_with_the_unit_state_and_a_missing_journal(run_mod
     assert result['exit_code'] == 1 and result['failed']
     assert 1.0 <= elapsed < 3.0
     assert 'not ready after 1.0 s' in result['msg']
-    assert '%s is active/running' % UNIT in result['msg']
+    assert '%s is running (main pid 4242)' % UNIT in result['msg']
     assert result['journal'] == [] and 'journalctl is not installed' in result['journal_error']
     assert 5 <= result['polls'] <= 12  # every 0.1 s
     assert host.verbs().count('systemctl') >= 2
 
 
 def test_a_dead_unit_stops_the_wait_early_with_its_journal(run_module, emulator, monkeypatch):
-    Host(monkeypatch, state=lambda: ('failed', 'failed', '0', 'exit-code'), journal=(0, 'CUDA out of memory\nexit 1\n', ''))
+    Host(monkeypatch, state=lambda: ('failed', 'failed', '0', 'exit-code', '1'), journal=(0, 'CUDA out of memory\nexit 1\n', ''))
     emu = emulator(env={'SIM_SGLANG_FAULT': 'never_ready'})
     before = time.monotonic()
     result = run_module(sglang_ready, args(emu, timeout=30))
     assert result['exit_code'] == 1
     assert time.monotonic() - before < 2
-    assert '%s is failed/failed (result exit-code' % UNIT in result['msg'] and 'before it was ready' in result['msg']
+    assert '%s is failed (exit status 1, main pid -)' % UNIT in result['msg'] and 'before it was ready' in result['msg']
     assert result['journal'] == ['CUDA out of memory', 'exit 1']
     assert 'journal_error' not in result
 
@@ -128,3 +131,32 @@ def test_check_mode_polls_nothing(run_module, monkeypatch):
     result = run_module(sglang_ready, dict(port=1, unit=UNIT, _ansible_check_mode=True))
     assert result['exit_code'] == 0 and result['skipped'] is True and result['changed'] is False
     assert host.commands == []
+
+
+def test_a_server_under_the_supervisor_that_dies_is_seen_with_its_log(run_module, tmp_path, monkeypatch):
+    """No systemd at all: the emulator runs under specdec's supervisor and fails while loading (CUDA OOM)."""
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
+    emulator_path = os.path.join(repo, 'tests', 'sim', 'sglang_emulator')
+    layout = os.path.join(repo, 'tests', 'sim', 'layouts', 'ct200.json')
+    sglang_build.write_option_lists(str(tmp_path / 'options'))
+    with socket.socket() as sock:
+        sock.bind(('127.0.0.1', 0))
+        port = sock.getsockname()[1]
+    Host(monkeypatch, binaries=())  # neither systemctl nor journalctl on this host
+    definition = {
+        'argv': [sys.executable, '-m', 'sglang.launch_server', '--model-path', 'Qwen/Qwen3.6-27B', '--port', str(port)],
+        'env': {'PYTHONPATH': emulator_path, 'SIM_GPU_STATE_DIR': str(tmp_path / 'gpu'), 'SIM_GPU_LAYOUT': layout,
+                'SIM_SGLANG_LOAD_SECONDS': '0.3', 'SIM_SGLANG_CHECK_MEMORY': '0', 'SIM_SGLANG_OPTIONS_DIR': str(tmp_path / 'options'),
+                'SIM_SGLANG_FAULT': 'fail_start', 'CUDA_VISIBLE_DEVICES': '1'},
+        'cwd': str(tmp_path)}
+    service.write_definition(str(tmp_path / 'services' / UNIT), definition, UNIT)
+    _changed, started = service.start(None, 'supervisor', UNIT, str(tmp_path / 'services'))
+    assert started['state'] == 'running'
+    before = time.monotonic()
+    result = run_module(sglang_ready, dict(port=port, unit=UNIT, backend='supervisor', state_dir=str(tmp_path / 'services'),
+                                           journal_lines=7, timeout=30))
+    assert result['exit_code'] == 1 and time.monotonic() - before < 15
+    assert '%s is failed (exit status 1' % UNIT in result['msg'] and 'before it was ready' in result['msg']
+    assert result['unit_state']['backend'] == 'supervisor' and result['unit_state']['exit_code'] == 1
+    assert any('out of memory' in line.lower() for line in result['journal']), result['journal']
+    assert 'exited with status 1' in result['journal'][-1]
