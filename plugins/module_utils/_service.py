@@ -70,7 +70,7 @@ def status(module, backend, name, state_dir=supervisor.DEFAULT_STATE_DIR):
     return dict(_systemd_state(blocks[0] if blocks else {}), backend=backend, name=name)
 
 
-def log(module, backend, name, lines, state_dir=supervisor.DEFAULT_STATE_DIR):
+def log(module, backend, name, lines, state_dir=supervisor.DEFAULT_STATE_DIR, journal_format='cat'):
     """(the service's last lines of output, why they could not be read or None): the journal, or the supervisor's log."""
     if backend == 'supervisor':
         path = folder(state_dir, name)
@@ -80,7 +80,7 @@ def log(module, backend, name, lines, state_dir=supervisor.DEFAULT_STATE_DIR):
     journalctl = module.get_bin_path('journalctl')
     if journalctl is None:
         return [], 'journalctl is not installed on this host'
-    rc, out, err = module.run_command([journalctl, '-u', name, '--no-pager', '-n', str(lines), '-o', 'cat'])
+    rc, out, err = module.run_command([journalctl, '-u', name, '--no-pager', '-n', str(lines), '-o', journal_format])
     if rc != 0:
         return out.splitlines(), 'journalctl failed (rc %d): %s' % (rc, (err or out).strip())
     return out.splitlines(), None

@@ -13,9 +13,10 @@ version_added: 0.1.0
 description:
   - The last step of a stage (the C(specdec.bench.bench_stage) role). In this order, so each piece sees the server as it
     was. It reads the server's C(/server_info) (the acceptance length after the runs) while it still runs, snapshots the
-    GPU facts (which GPUs and how much memory the server held), reads the unit's state, stops the unit and waits for
-    it to be stopped, copies the unit file as it ran, keeps the unit's last journal lines, then writes the status.
-  - For a failed stage the unit's state and the journal lines also go into the status as evidence.
+    GPU facts (which GPUs and how much memory the server held), reads the service's state, stops it and waits for
+    it to be stopped, copies the unit file (or the supervisor's definition) as it ran, keeps the service's last lines
+    of output (its journal, or the supervisor's log), then writes the status.
+  - For a failed stage the service's state and those lines also go into the status as evidence.
   - An V(ok) stage whose C(/server_info) cannot be read is recorded V(failed) with that reason.
   - Every file is written to a temporary file and renamed, mode O(mode); the status is written last, so a status file
     always comes with the evidence it names.
@@ -27,11 +28,24 @@ options:
     type: path
     required: true
   unit:
-    description: The stage's systemd unit.
+    description: The stage's service (a systemd unit name on both backends).
     type: str
     required: true
+  backend:
+    description: How the service runs; see P(specdec.bench.service#module).
+    type: str
+    default: systemd
+    choices: [systemd, supervisor]
+  state_dir:
+    description: The supervisor's state folder (O(backend=supervisor)).
+    type: path
+    default: /var/lib/specdec/services
+  stop_timeout:
+    description: Seconds between SIGTERM and SIGKILL when the supervisor stops the server.
+    type: int
+    default: 60
   unit_dir:
-    description: Where the unit file was rendered.
+    description: Where the unit file was rendered (O(backend=systemd)).
     type: path
     default: /etc/systemd/system
   base_url:
@@ -61,15 +75,18 @@ options:
         type: str
         required: true
       unit:
-        description: The unit file as it ran.
+        description: The unit file as it ran (O(backend=systemd)).
         type: str
         required: true
+      service:
+        description: The supervisor's definition as it ran (O(backend=supervisor)); without it the definition is not kept.
+        type: str
       journal:
-        description: The journal excerpt.
+        description: The journal excerpt, or the supervisor's log excerpt.
         type: str
         required: true
   journal_lines:
-    description: How many of the unit's last journal lines to keep.
+    description: How many of the service's last lines of output to keep.
     type: int
     default: 200
   gpu_snapshot:
@@ -128,11 +145,12 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.specdec.bench.plugins.module_utils import _service as service
+from ansible_collections.specdec.bench.plugins.module_utils import _supervisor as supervisor
 from ansible_collections.specdec.bench.plugins.module_utils._gpu_probe import gather_gpu_facts
 from ansible_collections.specdec.bench.plugins.module_utils._sglang_http import CONNECTION_ERRORS, HTTPStatusError, request_json
 
 TIME_FORMAT = '%Y-%m-%dT%H:%M:%SZ'
-UNIT_PROPERTIES = ('ActiveState', 'SubState', 'Result', 'ExecMainStatus')
 
 
 def write_file(path, text, mode):
@@ -148,28 +166,21 @@ def write_file(path, text, mode):
         raise
 
 
-def unit_state(module, systemctl, unit):
-    rc, out, dummy = module.run_command([systemctl, 'show', '--property=' + ','.join(UNIT_PROPERTIES), '--', unit])
-    state = {}
-    for line in out.splitlines() if rc == 0 else []:
-        key, sep, value = line.partition('=')
-        if sep:
-            state[key] = value
-    return state
-
-
 def main():
     module = AnsibleModule(
         argument_spec=dict(
             dir=dict(type='path', required=True),
             unit=dict(type='str', required=True),
+            backend=dict(type='str', default='systemd', choices=list(service.BACKENDS)),
+            state_dir=dict(type='path', default=supervisor.DEFAULT_STATE_DIR),
+            stop_timeout=dict(type='int', default=60),
             unit_dir=dict(type='path', default='/etc/systemd/system'),
             base_url=dict(type='str'),
             status=dict(type='dict', required=True),
             files=dict(type='dict', required=True, options=dict(
                 status=dict(type='str', required=True), server_info=dict(type='str', required=True),
                 gpus=dict(type='str', required=True), unit=dict(type='str', required=True),
-                journal=dict(type='str', required=True))),
+                service=dict(type='str'), journal=dict(type='str', required=True))),
             journal_lines=dict(type='int', default=200),
             gpu_snapshot=dict(type='bool', default=True),
             mode=dict(type='str', default='0640'),
@@ -183,13 +194,15 @@ def main():
     if not os.path.isdir(params['dir']):
         module.fail_json(msg='dir %s does not exist: the results_dir role makes it' % params['dir'])
     for name in params['files'].values():
+        if name is None:
+            continue
         if '/' in name or name in ('', '.', '..'):
             module.fail_json(msg='files must be file names, got %r' % name)
     try:
         mode = int(params['mode'], 8)
     except ValueError:
         module.fail_json(msg='mode must be an octal string such as 0640, got %r' % params['mode'])
-    files = dict((key, os.path.join(params['dir'], name)) for key, name in params['files'].items())
+    files = dict((key, os.path.join(params['dir'], name)) for key, name in params['files'].items() if name)
     written, missing = {}, []
 
     if params['base_url']:
@@ -210,33 +223,39 @@ def main():
                                               'nvidia_driver': facts.get('nvidia_driver')}, indent=4, sort_keys=True), mode)
         written['gpus'] = files['gpus']
 
-    systemctl = module.get_bin_path('systemctl', required=True)
-    state = unit_state(module, systemctl, params['unit'])
-    # stopped before its journal is read, so the excerpt shows how the server ended
-    rc, out, err = module.run_command([systemctl, 'stop', '--', params['unit']])
-    if rc != 0:
-        missing.append('systemctl stop %s failed (rc %d): %s' % (params['unit'], rc, (err or out).strip()))
-
-    unit_file = os.path.join(params['unit_dir'], params['unit'])
+    backend, unit = params['backend'], params['unit']
     try:
-        with open(unit_file, encoding='utf-8') as handle:
-            write_file(files['unit'], handle.read(), mode)
-        written['unit'] = files['unit']
-    except OSError as exc:
-        missing.append('unit file: %s' % exc)
+        state = service.status(module, backend, unit, params['state_dir'])
+    except (RuntimeError, ValueError, OSError) as exc:
+        state = {}
+        missing.append('the state of %s: %s' % (unit, exc))
+    # stopped before its output is read, so the excerpt shows how the server ended
+    try:
+        dummy, stopped = service.stop(module, backend, unit, params['stop_timeout'], params['state_dir'])
+        if state.get('state') == 'running':
+            state['after_stop'] = stopped.get('state')
+    except (RuntimeError, ValueError, OSError) as exc:
+        missing.append('stopping %s failed: %s' % (unit, exc))
 
-    journalctl = module.get_bin_path('journalctl')
-    journal = []
-    if journalctl:
-        rc, out, err = module.run_command([journalctl, '-u', params['unit'], '--no-pager', '-n', str(params['journal_lines']),
-                                           '-o', 'short-iso'])
-        journal = out.splitlines()
-        if rc != 0:
-            missing.append('journalctl failed (rc %d): %s' % (rc, (err or out).strip()))
-        write_file(files['journal'], out if out.endswith('\n') or not out else out + '\n', mode)
-        written['journal'] = files['journal']
+    if backend == 'systemd':
+        definition, key = os.path.join(params['unit_dir'], unit), 'unit'
     else:
-        missing.append('journalctl is not installed')
+        definition, key = os.path.join(params['state_dir'], unit, supervisor.DEFINITION), 'service'
+    if key in files:
+        try:
+            with open(definition, encoding='utf-8') as handle:
+                write_file(files[key], handle.read(), mode)
+            written[key] = files[key]
+        except OSError as exc:
+            missing.append('%s: %s' % ('unit file' if key == 'unit' else 'service definition', exc))
+
+    # with timestamps (the supervisor's log has the start and end markers instead)
+    journal, journal_error = service.log(module, backend, unit, params['journal_lines'], params['state_dir'], 'short-iso')
+    if journal_error:
+        missing.append(journal_error)
+    if journal or not journal_error:
+        write_file(files['journal'], ''.join(line + '\n' for line in journal), mode)
+        written['journal'] = files['journal']
 
     if status['status'] == 'failed':
         evidence = dict(status.get('evidence') or {})

@@ -15,28 +15,31 @@ import pytest
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.specdec.bench.plugins.module_utils import _service as service
 from ansible_collections.specdec.bench.plugins.modules import stage_record
 
 UNIT = 'specdec-c-tp1-dflash-n16.service'
 FILES = {'status': 'status.json', 'server_info': 'server_info.json', 'gpus': 'gpus.json', 'unit': 'unit.service',
          'journal': 'journal.txt'}
-SHOW = 'ActiveState=failed\nSubState=failed\nResult=exit-code\nExecMainStatus=1\n'
+SHOW = 'LoadState=loaded\nActiveState=%s\nSubState=%s\nMainPID=%s\nResult=exit-code\nExecMainStatus=1\nExecMainCode=1\n'
 
 
 class Host:
     """systemctl, journalctl and the GPU snapshot of a host, recording the order of what happened."""
 
-    def __init__(self, monkeypatch, stop=(0, '', ''), journal=(0, 'a\nb\nc\n', '')):
+    def __init__(self, monkeypatch, stop=(0, '', ''), journal=(0, 'a\nb\nc\n', ''), running=True):
         self.events = []
+        self.running = running
 
         def run_command(_module, args, **_kwargs):
             tool, verb = os.path.basename(args[0]), args[1]
             self.events.append('%s %s' % (tool, verb))
             if tool == 'systemctl' and verb == 'show':
-                assert args[2:] == ['--property=ActiveState,SubState,Result,ExecMainStatus', '--', UNIT]
-                return 0, SHOW, ''
+                assert args[2:] == ['-p', service.SYSTEMD_PROPERTIES, '--', UNIT]
+                return 0, SHOW % (('active', 'running', '4242') if self.running else ('failed', 'failed', '0')), ''
             if tool == 'systemctl':
                 assert args[1:] == ['stop', '--', UNIT]
+                self.running = stop[0] != 0
                 return stop
             assert args[1:] == ['-u', UNIT, '--no-pager', '-n', '50', '-o', 'short-iso']
             return journal
@@ -75,7 +78,7 @@ def test_an_ok_stage_keeps_server_info_and_gpus_before_the_stop_and_writes_its_s
               'headline': [{'concurrency': 1, 'output_throughput': 100.0, 'accept_length': 3.2}]}
     result = run_module(stage_record, args(stage, status, base_url=dflash.base_url))
     assert result['exit_code'] == 0 and result['changed'], result
-    assert host.events == ['gpus', 'systemctl show', 'systemctl stop', 'journalctl -u']
+    assert host.events == ['gpus', 'systemctl show', 'systemctl show', 'systemctl stop', 'systemctl show', 'journalctl -u']
     written = json.loads(read(stage, 'status.json'))
     assert written == result['status'] and written['status'] == 'ok' and written['finished'] >= written['started']
     assert 'evidence' not in written
@@ -89,13 +92,14 @@ def test_an_ok_stage_keeps_server_info_and_gpus_before_the_stop_and_writes_its_s
 
 
 def test_a_failed_stage_gets_the_unit_state_and_journal_as_evidence(run_module, monkeypatch, stage):
-    Host(monkeypatch, journal=(0, 'Traceback\nCUDA out of memory\n', ''))
+    Host(monkeypatch, journal=(0, 'Traceback\nCUDA out of memory\n', ''), running=False)
     status = {'stage': 's', 'status': 'failed', 'reason': 'the unit died', 'evidence': {'task': 'Wait', 'journal': []}}
     result = run_module(stage_record, args(stage, status, gpu_snapshot=False))
     evidence = json.loads(read(stage, 'status.json'))['evidence']
     assert result['exit_code'] == 0
-    state = {'ActiveState': 'failed', 'SubState': 'failed', 'Result': 'exit-code', 'ExecMainStatus': '1'}
-    assert evidence == {'task': 'Wait', 'unit_state': state, 'journal': ['Traceback', 'CUDA out of memory']}
+    assert evidence['unit_state']['state'] == 'failed' and evidence['unit_state']['exit_code'] == 1
+    assert evidence['unit_state']['result'] == 'exit-code' and evidence['unit_state']['backend'] == 'systemd'
+    assert evidence['task'] == 'Wait' and evidence['journal'] == ['Traceback', 'CUDA out of memory']
     assert not (stage / 'stage' / 'gpus.json').exists() and not (stage / 'stage' / 'server_info.json').exists()
 
 
@@ -105,7 +109,8 @@ def test_an_ok_stage_whose_server_stopped_answering_is_failed(run_module, monkey
     result = run_module(stage_record, args(stage, status, base_url='http://127.0.0.1:9', gpu_snapshot=False))
     written = json.loads(read(stage, 'status.json'))
     assert written['status'] == 'failed' and '/server_info' in written['reason']
-    assert written['evidence']['unit_state']['ActiveState'] == 'failed'
+    assert written['evidence']['unit_state']['state'] == 'running'
+    assert written['evidence']['unit_state']['after_stop'] == 'failed'
     assert any('server_info' in text for text in result['warning_texts'])
 
 
@@ -132,3 +137,24 @@ def test_bad_input_is_refused_before_anything_is_done(run_module, monkeypatch, s
     result = run_module(stage_record, values)
     assert result['exit_code'] == 1 and text in result['msg']
     assert host.events == [] and os.listdir(str(stage / 'stage')) == []
+
+
+def test_under_the_supervisor_the_server_is_stopped_and_its_definition_and_log_kept(run_module, monkeypatch, stage):
+    """No systemd: the stage's server runs under specdec's supervisor; its definition and log are the evidence."""
+    import sys  # pylint: disable=import-outside-toplevel
+    monkeypatch.setattr(stage_record, 'gather_gpu_facts', lambda *a: ({'nvidia_gpus': []}, {}))
+    services = stage / 'services'
+    definition = {'argv': [sys.executable, '-c', 'import time; print("loading", flush=True); time.sleep(600)']}
+    service.write_definition(str(services / UNIT), definition, UNIT)
+    assert service.start(None, 'supervisor', UNIT, str(services))[1]['state'] == 'running'
+    status = {'stage': 's', 'status': 'failed', 'reason': 'never ready'}
+    result = run_module(stage_record, args(stage, status, backend='supervisor', state_dir=str(services), stop_timeout=5,
+                                           files=dict(FILES, service='service.json'), gpu_snapshot=False))
+    assert result['exit_code'] == 0, result
+    evidence = json.loads(read(stage, 'status.json'))['evidence']
+    assert evidence['unit_state']['state'] == 'running' and evidence['unit_state']['backend'] == 'supervisor'
+    assert evidence['unit_state']['after_stop'] == 'failed'  # ended by SIGTERM
+    assert service.status(None, 'supervisor', UNIT, str(services))['signal'] == 15
+    assert json.loads(read(stage, 'service.json'))['argv'] == definition['argv']
+    assert 'loading' in read(stage, 'journal.txt') and 'killed by signal 15' in read(stage, 'journal.txt')
+    assert not (stage / 'stage' / 'unit.service').exists()
