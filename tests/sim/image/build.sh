@@ -25,7 +25,8 @@ log() { echo "build.sh: $*" >&2; }
 base_hash=$(printf '%s\n' "$BASE_SUITE" "$BASE_PACKAGES" "$(sed -n '/^base_rootfs()/,/^}/p' "$0")" | sha256sum | cut -c1-16)
 base_ref="$name-base:$base_hash"
 
-# The sim layer's inputs: every file copied into the image, plus this script.
+# The sim layer's inputs: every file copied into the image (content and mode: sim-init must stay executable),
+# plus this script.
 sim_inputs=("$0" "$here/Containerfile")
 while IFS= read -r -d '' f; do sim_inputs+=("$f"); done < <(
   find "$sim/nvidia_smi" "$sim/layouts" "$sim/sglang_emulator" "$sim/image/rootfs" -type f \
@@ -36,7 +37,7 @@ builds=$repo/plugins/plugin_utils/sglang_builds
 sim_inputs+=("$repo/plugins/plugin_utils/sglang_build.py" "$builds/builds.yml")
 while IFS= read -r -d '' f; do sim_inputs+=("$f"); done < <(find "$builds" -name '*.options.json' -print0 | sort -z)
 sim_hash=$( { echo "$base_hash"; for f in "${sim_inputs[@]}"; do
-  printf '%s %s\n' "${f#"$repo"/}" "$(sha256sum < "$f" | cut -c1-64)"; done; } | sha256sum | cut -c1-16)
+  printf '%s %s %s\n' "${f#"$repo"/}" "$(stat -c %a "$f")" "$(sha256sum < "$f" | cut -c1-64)"; done; } | sha256sum | cut -c1-16)
 sim_ref="$name:$sim_hash"
 
 base_rootfs() {
