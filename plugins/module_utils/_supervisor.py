@@ -140,23 +140,23 @@ def read_json(path):
         return None
 
 
-def start_ticks(pid, proc_root='/proc'):
-    """Field 22 of /proc/<pid>/stat (the process's start time in clock ticks since boot); None when it is gone."""
-    try:
-        with open(os.path.join(proc_root, str(pid), 'stat'), encoding='utf-8') as handle:
-            return int(handle.read().rsplit(')', 1)[1].split()[19])
-    except (OSError, ValueError, IndexError):
-        return None
-
-
-def _stat_fields(pid, proc_root):
-    """(ppid, pgid) of a process, None when it is gone."""
+def _stat(pid, proc_root):
+    """(state, ppid, pgid, start ticks) of a process from /proc/<pid>/stat; None when it is gone."""
     try:
         with open(os.path.join(proc_root, str(pid), 'stat'), encoding='utf-8') as handle:
             fields = handle.read().rsplit(')', 1)[1].split()
-        return int(fields[1]), int(fields[2])
+        return fields[0], int(fields[1]), int(fields[2]), int(fields[19])
     except (OSError, ValueError, IndexError):
         return None
+
+
+def start_ticks(pid, proc_root='/proc'):
+    """Field 22 of /proc/<pid>/stat (the process's start time in clock ticks since boot); None when it is gone.
+
+    A zombie is gone too: it has exited, only its parent has not reaped it (where PID 1 is `sleep`, never).
+    """
+    fields = _stat(pid, proc_root)
+    return None if fields is None or fields[0] == 'Z' else fields[3]
 
 
 def _boot_id():
@@ -167,11 +167,15 @@ def _boot_id():
         return None
 
 
+def _same_boot(run, boot_id=None):
+    return not run.get('boot_id') or (boot_id or _boot_id()) in (None, run['boot_id'])
+
+
 def alive(run, proc_root='/proc', boot_id=None):
     """Whether the process run.json names is still that process (same boot, same pid, same start ticks)."""
     if not run or not isinstance(run.get('pid'), int):
         return False
-    if run.get('boot_id') and (boot_id or _boot_id()) not in (None, run['boot_id']):
+    if not _same_boot(run, boot_id):
         return False
     ticks = start_ticks(run['pid'], proc_root)
     return ticks is not None and (run.get('start_ticks') is None or ticks == run['start_ticks'])
@@ -217,37 +221,65 @@ def _all_pids(proc_root):
         return []
 
 
-def group_pids(run, proc_root='/proc'):
-    """Every live pid of the service: its process group, and every descendant of its main pid."""
-    if not run or not isinstance(run.get('pid'), int) or not alive(run, proc_root):
-        return []
-    parents, members = {}, set()
+def _process_table(proc_root):
+    """{pid: (ppid, pgid)} of every live process (zombies left out: they hold nothing)."""
+    table = {}
     for pid in _all_pids(proc_root):
-        fields = _stat_fields(pid, proc_root)
-        if fields is None:
-            continue
-        parents[pid] = fields[0]
-        if fields[1] == run.get('pgid'):
-            members.add(pid)
-    for pid in parents:
-        seen, current = 0, pid
-        while current in parents and seen < 64:
-            if current == run['pid']:
-                members.add(pid)
-                break
-            current, seen = parents[current], seen + 1
+        fields = _stat(pid, proc_root)
+        if fields is not None and fields[0] != 'Z':
+            table[pid] = fields[1:3]
+    return table
+
+
+def _members(run, table, proc_root):
+    if not run or not isinstance(run.get('pid'), int) or not _same_boot(run):
+        return []
+    main_alive = alive(run, proc_root)
+    pgid = run.get('pgid')
+    # A group outlives its leader while a member lives, and the kernel does not reuse its number meanwhile: a
+    # live process numbered pgid that is not the main process means the old group is gone and this is another.
+    if not main_alive and pgid in table:
+        return []
+    members = set(pid for pid, (_ppid, group) in table.items() if group == pgid)
+    if main_alive:
+        for pid in table:
+            seen, current = 0, pid
+            while current in table and seen < 64:
+                if current == run['pid']:
+                    members.add(pid)
+                    break
+                current, seen = table[current][0], seen + 1
     return sorted(members)
 
 
+def group_pids(run, proc_root='/proc'):
+    """Every live pid of the service: its process group, and every descendant of its main pid.
+
+    Members of the group that outlive the main process (a worker that ignored SIGTERM, still holding a GPU) are
+    still the service's.
+    """
+    return _members(run, _process_table(proc_root), proc_root)
+
+
 def owner_of(pid, state_dir=DEFAULT_STATE_DIR, proc_root='/proc'):
-    """The name of the service whose process (group or tree) pid belongs to; None when none does."""
+    """The name of the service whose process (group or tree) pid belongs to; None when none does.
+
+    A process left over from a service that has exited still belongs to it. /proc is read once per call.
+    """
     try:
         names = sorted(os.listdir(state_dir))
     except OSError:
         return None
+    table = None
     for name in names:
         run = read_json(os.path.join(state_dir, name, RUN))
-        if run and read_json(os.path.join(state_dir, name, EXIT)) is None and pid in group_pids(run, proc_root):
+        if not run:
+            continue
+        if table is None:
+            table = _process_table(proc_root)
+            if pid not in table:
+                return None
+        if pid in _members(run, table, proc_root):
             return name
     return None
 
@@ -269,10 +301,14 @@ def log_tail(folder, lines=50, max_bytes=256 * 1024):
     return text[-lines:] if lines else text
 
 
-def signal_group(run, number):
-    """Send a signal to the service's process group (and its main pid); False when nothing was there."""
+def signal_group(run, number, proc_root='/proc'):
+    """Send a signal to the service's process group (and its main pid, while it is still that process); False when
+    nothing was there."""
     sent = False
-    for target in (lambda: os.killpg(run['pgid'], number), lambda: os.kill(run['pid'], number)):
+    targets = [lambda: os.killpg(run['pgid'], number)]
+    if alive(run, proc_root):  # a pid reused by another process must not be signalled
+        targets.append(lambda: os.kill(run['pid'], number))
+    for target in targets:
         try:
             target()
             sent = True
@@ -287,18 +323,19 @@ def stop(folder, timeout, proc_root='/proc', poll=0.1):
     Returns (stopped: bool, how: 'not running' | 'terminated' | 'killed').
     """
     run = read_json(os.path.join(folder, RUN))
-    if not alive(run, proc_root) or read_json(os.path.join(folder, EXIT)) is not None:
+    running = alive(run, proc_root) and read_json(os.path.join(folder, EXIT)) is None
+    if not running and not group_pids(run, proc_root):  # nothing left, not even a member that outlived it
         return False, 'not running'
-    signal_group(run, signal.SIGTERM)
+    signal_group(run, signal.SIGTERM, proc_root)
     how = 'terminated'
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if not alive(run, proc_root):
+        if not alive(run, proc_root) and not group_pids(run, proc_root):
             break
         time.sleep(poll)
     else:
         how = 'killed'
-        signal_group(run, signal.SIGKILL)
+        signal_group(run, signal.SIGKILL, proc_root)
     # every member of the group gone, and the exit recorded by the supervisor (it reaps, then writes)
     deadline = time.monotonic() + max(5.0, timeout)
     while time.monotonic() < deadline:
@@ -308,6 +345,6 @@ def stop(folder, timeout, proc_root='/proc', poll=0.1):
                 start_ticks(run.get('supervisor_pid'), proc_root) is None:
             break  # no supervisor left to record it
         if how == 'killed':
-            signal_group(run, signal.SIGKILL)
+            signal_group(run, signal.SIGKILL, proc_root)
         time.sleep(poll)
     return True, how
