@@ -2,7 +2,7 @@
 # Copyright: (c) 2026, specdec.bench developers
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Gathering of the GPU facts (nvidia-smi or NVML, and /proc/PID/cgroup), shared by gpu_facts and probe.
+"""Gathering of the GPU facts (nvidia-smi or NVML, /proc/PID/cgroup and specdec's supervisor), shared by gpu_facts and probe.
 
 Private to the specdec.bench collection. The I/O lives here; the parsing is in _nvidia_smi. Warnings go
 through module.warn and fatal errors through module.fail_json, as in a module's main.
@@ -25,6 +25,7 @@ from ansible_collections.specdec.bench.plugins.module_utils._nvidia_smi import (
     split_smi_warnings,
 )
 from ansible_collections.specdec.bench.plugins.module_utils._proc import parse_proc_cgroup, systemd_cgroup_path
+from ansible_collections.specdec.bench.plugins.module_utils._supervisor import DEFAULT_STATE_DIR, owner_of
 from ansible_collections.specdec.bench.plugins.module_utils._systemd import cgroup_root, unit_from_cgroup_path
 
 BACKENDS = ('auto', 'smi', 'nvml')
@@ -42,6 +43,8 @@ NO_GPU_EXIT_CODES = (6, 9, 12)
 MAX_FIELD_RETRIES = len(QUERY_GPU_FIELDS) - len(REQUIRED_GPU_FIELDS)
 SMI_DIRS = ['/usr/local/nvidia/bin', '/usr/lib/wsl/lib']
 NO_DRIVER = {'version': None, 'cuda_version': None}
+# Where specdec.bench.service keeps the supervisor's services (hosts whose PID 1 is not systemd).
+SUPERVISOR_STATE_DIR = DEFAULT_STATE_DIR
 
 
 def read_proc_cgroup(pid):
@@ -57,13 +60,29 @@ def systemd_path(pid):
         return None
 
 
+def supervisor_service(pid):
+    """The service of specdec's supervisor that pid belongs to, or None."""
+    return owner_of(pid, SUPERVISOR_STATE_DIR)
+
+
 def process_units(pids):
-    """{pid: (systemd unit, cgroup path)}, paths resolved against the root systemd runs its tree under."""
+    """{pid: (unit, cgroup path, backend)}: the systemd unit of the pid's cgroup (resolved against the root systemd
+    runs its tree under), else the supervisor's service the pid belongs to; backend says which, None for neither.
+
+    A session scope is no service: a supervised process started over SSH on a systemd host is in one, and its
+    supervisor's service name says more.
+    """
     root = cgroup_root(systemd_path(1))
     units = {}
     for pid in pids:
         path = systemd_path(pid)
-        units[pid] = (unit_from_cgroup_path(path, root), path)
+        unit = unit_from_cgroup_path(path, root)
+        backend = 'systemd' if unit else None
+        if unit is None or unit.endswith('.scope'):
+            service = supervisor_service(pid)
+            if service:
+                unit, backend = service, 'supervisor'
+        units[pid] = (unit, path, backend)
     return units
 
 
@@ -213,7 +232,11 @@ def gather_gpu_facts(module, backend, topology, unexplained_tolerance_mib):
             topo = query_topology(module, smi)
 
     units = process_units(sorted(set(app['pid'] for app in apps or [])))
-    gpus, orphans = build_gpu_facts(rows, apps, topo, units, unexplained_tolerance_mib)
+    gpus, orphans = build_gpu_facts(rows, apps, topo, dict((pid, entry[:2]) for pid, entry in units.items()),
+                                    unexplained_tolerance_mib)
+    for gpu in gpus:
+        for process in gpu['processes'] or []:
+            process['unit_backend'] = units[process['pid']][2]
     for app in orphans:
         module.warn('compute process %d is on GPU %s, which is not in the GPU list' % (app['pid'], app['gpu_uuid']))
     return {'nvidia_gpus': gpus, 'nvidia_driver': driver}, extra

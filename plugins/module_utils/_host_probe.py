@@ -2,7 +2,7 @@
 # Copyright: (c) 2026, specdec.bench developers
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Gathering of the host facts (/proc, /etc/os-release, statvfs, tool and interpreter runs), shared by host_facts and probe.
+"""Gathering of the host facts (/proc, /etc/os-release, statvfs, the init system, tool and interpreter runs), shared by host_facts and probe.
 
 Private to the specdec.bench collection. The I/O lives here; the parsing is in _proc. Warnings go
 through module.warn and fatal errors through module.fail_json, as in a module's main.
@@ -159,6 +159,16 @@ def python_env_facts(module, path, packages):
     return result
 
 
+def init_facts(pid1_comm, systemd_running):
+    """The init system: PID 1's name, whether systemd runs (sd_booted()), and where specdec.bench.service runs
+    services: under systemd exactly when it runs, else under specdec's own supervisor."""
+    return {
+        'pid1': (pid1_comm or '').strip() or None,
+        'systemd': systemd_running,
+        'service_backend': 'systemd' if systemd_running else 'supervisor',
+    }
+
+
 def gather_host_facts(module, paths, python_envs, python_packages):
     """({specdec_host}, {}): the host's facts; host_facts and probe return nothing beside them."""
     module.run_command_environ_update.update(ENVIRON)
@@ -171,6 +181,7 @@ def gather_host_facts(module, paths, python_envs, python_packages):
             ports.extend(parsed(module, lambda data, family=family: parse_proc_net_tcp(data, family), text, path))
     pid1_environ_raw = read_file('/proc/1/environ', binary=True)
     pid1_environ = parse_environ(pid1_environ_raw) if pid1_environ_raw is not None else None
+    systemd_running = os.path.isdir(SYSTEMD_RUN_DIR)
     try:
         usable_cpus = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
@@ -195,7 +206,8 @@ def gather_host_facts(module, paths, python_envs, python_packages):
         },
         'cpu': {'count': os.cpu_count(), 'usable': usable_cpus},
         'os': os_facts(module),
-        'systemd': os.path.isdir(SYSTEMD_RUN_DIR),
+        'systemd': systemd_running,
+        'init': init_facts(read_file('/proc/1/comm'), systemd_running),
         'container': container,
         'gpu_visibility': {'env': gpu_visibility(dict(os.environ)), 'pid1': gpu_visibility(pid1_environ)},
         'listening_ports': listening_ports(ports),

@@ -14,6 +14,9 @@ description:
   - Gathers every NVIDIA GPU of the host as C(ansible_facts.nvidia_gpus), sorted by index, and the driver as C(ansible_facts.nvidia_driver).
   - Each GPU lists its compute processes with the systemd unit owning each pid (read from C(/proc/PID/cgroup)) and the used
     memory that no listed process accounts for, so a caller can tell which unit holds a GPU, and whether something it cannot see does.
+  - On a host whose PID 1 is not systemd, a process of a service that M(specdec.bench.service) runs under specdec's supervisor
+    is named by that service (read from C(/var/lib/specdec/services) and C(/proc)); RV(ansible_facts.nvidia_gpus[].processes[].unit_backend)
+    says which of the two named it.
   - With O(backend=smi) it runs C(nvidia-smi) a fixed number of times with argument lists and the C locale; one C(--query-gpu) call
     with every field, one C(--query-compute-apps) call, one C(topo -m) call and the plain banner for the CUDA driver version.
   - A driver that does not know a field fails the whole query (exit code 2, C(Field "x" is not a valid field to query.)).
@@ -229,12 +232,20 @@ ansible_facts:
             unit:
               description:
                 - The systemd unit owning the pid, as systemd resolves its cgroup (slices skipped, first C(.service) or C(.scope)).
-                - Null when the process is not in a systemd unit (a container's own cgroup, such as C(/docker/<id>)) or its
-                  C(/proc/PID/cgroup) cannot be read (another PID namespace, the process exited).
+                - Else, or in place of a session scope, the service of specdec's supervisor whose process group or process tree
+                  holds the pid (a member left over after the service's main process exited included).
+                - Null when the process is in neither (a container's own cgroup, such as C(/docker/<id>), and no supervised service),
+                  or its C(/proc/PID/cgroup) cannot be read (another PID namespace, the process exited).
                 - A process of a user's session gives the session scope; one of a user service gives C(user@UID.service).
               returned: always
               type: str
               sample: ddtree-qwen.service
+            unit_backend:
+              description: What named RV(ansible_facts.nvidia_gpus[].processes[].unit), V(systemd) or V(supervisor); null when nothing did.
+              returned: always
+              type: str
+              choices: [systemd, supervisor]
+              sample: systemd
             cgroup:
               description: The pid's cgroup path as read (the C(name=systemd) line, else the unified C(0::) one); null when unreadable.
               returned: always

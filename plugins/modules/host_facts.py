@@ -15,6 +15,9 @@ description:
   - Free and total bytes of given paths (results dir, model dir), also of paths not created yet (their nearest existing parent is measured),
     with the mount holding each.
   - RAM from C(/proc/meminfo), CPU count, OS from C(/etc/os-release), whether systemd runs.
+  - The init system, RV(ansible_facts.specdec_host.init) - the name of PID 1 and whether it is systemd - and so where
+    M(specdec.bench.service) runs long-lived processes - systemd units, or specdec's own supervisor on a host whose PID 1 is not
+    systemd (a Docker container whose entrypoint is PID 1).
   - Container detection from its markers (C(/.dockerenv), C(/run/.containerenv), C(/dev/lxd), the C(container) variable of PID 1,
     Kubernetes variables and secrets, runtime paths in C(/proc/1/cgroup)).
   - C(NVIDIA_VISIBLE_DEVICES) and C(CUDA_VISIBLE_DEVICES), both of this module's environment and of PID 1 (where a container runtime
@@ -203,6 +206,30 @@ ansible_facts:
           returned: always
           type: bool
           sample: true
+        init:
+          description: The init system, and the service backend that follows from it.
+          returned: always
+          type: dict
+          sample: {"pid1": "tini", "systemd": false, "service_backend": "supervisor"}
+          contains:
+            pid1:
+              description: The name of PID 1 (C(/proc/1/comm)), null when it cannot be read.
+              returned: always
+              type: str
+              sample: systemd
+            systemd:
+              description: Whether systemd is the running init system, as sd_booted() tests it (C(/run/systemd/system) exists).
+              returned: always
+              type: bool
+              sample: true
+            service_backend:
+              description:
+                - Where M(specdec.bench.service) runs services on this host; V(systemd) exactly when systemd runs, else V(supervisor)
+                  (specdec's own supervisor, state under C(/var/lib/specdec/services)).
+              returned: always
+              type: str
+              choices: [systemd, supervisor]
+              sample: systemd
         container:
           description: Whether the module runs in a container, of which type, and the markers that say so.
           returned: always

@@ -131,7 +131,8 @@ ansible_facts:
           memory_total_mib: 143771
           memory_used_mib: 19601
           compute_capability: "9.0"
-          processes: [{"pid": 444, "name": "python3", "used_memory_mib": 19592, "unit": null, "cgroup": "/process_api/1f06963cf23d61497cb6ab8840d89a14"}]
+          processes: [{"pid": 444, "name": "python3", "used_memory_mib": 19592, "unit": null, "cgroup": "/process_api/1f06963cf23d61497cb6ab8840d89a14",
+                       "unit_backend": null}]
           unexplained_memory_mib: 0
           nvlink: []
     nvidia_driver:
@@ -158,7 +159,7 @@ ansible_facts:
           result: success
           n_restarts: 0
     specdec_host:
-      description: Disk, memory, CPU, OS, container, GPU visibility, ports and toolchain, as RV(specdec.bench.host_facts#module:ansible_facts.specdec_host).
+      description: Disk, memory, CPU, OS, init system, container, GPU visibility, ports and toolchain, as RV(specdec.bench.host_facts#module:ansible_facts.specdec_host).
       returned: when O(gather) contains V(host)
       type: dict
       sample:
@@ -169,6 +170,7 @@ ansible_facts:
         os: {"id": ubuntu, "id_like": debian, "name": Ubuntu, "pretty_name": Ubuntu 24.04.3 LTS, "version_id": "24.04",
              "version_codename": noble, "kernel": 6.8.0-87-generic}
         systemd: true
+        init: {"pid1": systemd, "systemd": true, "service_backend": systemd}
         container: {"detected": false, "type": null, "markers": []}
         gpu_visibility: {"env": {"NVIDIA_VISIBLE_DEVICES": null, "CUDA_VISIBLE_DEVICES": null}, "pid1": null}
         listening_ports: [{"port": 22, "address": 0.0.0.0, "family": ipv4}]

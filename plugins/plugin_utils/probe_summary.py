@@ -32,10 +32,12 @@ def probe_summary(facts, host):
     node = facts.get('specdec_host') or {}
     driver = facts.get('nvidia_driver') or {}
     container = node.get('container') or {}
+    init = node.get('init') or {}
     return {
         'host': host,
         'os': (node.get('os') or {}).get('pretty_name'),
         'container': container.get('type') if container.get('detected') else None,
+        'init': {'pid1': init.get('pid1'), 'service_backend': init.get('service_backend')},
         'cpu_count': (node.get('cpu') or {}).get('count'),
         'memory_total_bytes': (node.get('memory') or {}).get('total_bytes'),
         'driver': driver.get('version'),
@@ -68,6 +70,9 @@ def probe_summary_lines(summary):
         summary.get('host'), summary.get('os') or 'unknown OS',
         ' (%s container)' % summary['container'] if summary.get('container') else '',
         summary.get('cpu_count'), summary.get('driver'), summary.get('cuda'), len(gpus))]
+    init = summary.get('init') or {}
+    if init.get('service_backend') == 'supervisor':  # systemd hosts, the usual case, get no line
+        lines.append("init %s (no systemd: services run under specdec's supervisor)" % (init.get('pid1') or 'unknown'))
     for gpu in gpus:
         holders = ', '.join('%s pid %s %s MiB' % (h.get('unit') or 'no unit', h.get('pid'), _mib(h.get('used_memory_mib')))
                             for h in gpu.get('holders') or [])

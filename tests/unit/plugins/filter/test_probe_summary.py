@@ -64,3 +64,24 @@ def test_lines_name_the_holder_and_tell_missing_units_from_stopped():
     assert 'unit nosuch.service: not-found' in lines
     assert 'unit sglang-dflash-smoke.service: inactive/dead' in lines
     assert lines[-1] == 'disk /root/bench_results: 0.0 GiB free on / (does not exist yet; checked /root)'
+
+
+def test_a_host_whose_pid1_is_not_systemd_says_where_its_services_run():
+    from ansible_collections.specdec.bench.plugins.filter.probe_summary import probe_summary_lines
+    facts = dict(FACTS, systemd_units={}, specdec_host=dict(
+        FACTS['specdec_host'], init={'pid1': 'sim-init', 'systemd': False, 'service_backend': 'supervisor'}))
+    facts['nvidia_gpus'] = [dict(FACTS['nvidia_gpus'][0], processes=[
+        {'pid': 97, 'used_memory_mib': 36045, 'unit': 'specdec-train-dflash-sim.service', 'unit_backend': 'supervisor'}])]
+    summary = probe_summary(facts, 'a100box')
+    assert summary['init'] == {'pid1': 'sim-init', 'service_backend': 'supervisor'}
+    lines = probe_summary_lines(summary)
+    assert lines[1] == "init sim-init (no systemd: services run under specdec's supervisor)"
+    assert lines[2] == 'GPU1 X cc 12.0: 0/97887 MiB used, held by specdec-train-dflash-sim.service pid 97 36045 MiB'
+
+
+def test_a_systemd_host_gets_no_init_line():
+    from ansible_collections.specdec.bench.plugins.filter.probe_summary import probe_summary_lines
+    facts = dict(FACTS, specdec_host=dict(FACTS['specdec_host'], init={'pid1': 'systemd', 'systemd': True, 'service_backend': 'systemd'}))
+    summary = probe_summary(facts, 'ct200')
+    assert summary['init'] == {'pid1': 'systemd', 'service_backend': 'systemd'}
+    assert not [line for line in probe_summary_lines(summary) if line.startswith('init ')]

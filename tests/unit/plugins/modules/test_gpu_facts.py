@@ -12,7 +12,7 @@ import pytest
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.specdec.bench.plugins.module_utils import _gpu_probe
+from ansible_collections.specdec.bench.plugins.module_utils import _gpu_probe, _supervisor
 from ansible_collections.specdec.bench.plugins.module_utils._nvidia_smi import GPU_FIELDS, QUERY_GPU_FIELDS, REQUIRED_GPU_FIELDS
 from ansible_collections.specdec.bench.plugins.modules import gpu_facts
 
@@ -24,11 +24,13 @@ H200_UUID = 'GPU-9e1c631b-fafe-f96d-935d-1ff4b8a5bf54'
 
 
 class Host:
-    """What the module sees of a host: which binaries exist, what nvidia-smi answers, each pid's /proc/PID/cgroup."""
+    """What the module sees of a host: which binaries exist, what nvidia-smi answers, each pid's /proc/PID/cgroup,
+    and the specdec supervisor's service each pid belongs to (none unless given)."""
 
-    def __init__(self, monkeypatch, smi=None, cgroups=None, nvml=None, binaries=(SMI,)):
+    def __init__(self, monkeypatch, smi=None, cgroups=None, nvml=None, binaries=(SMI,), services=None):
         self.smi = smi
         self.cgroups = dict(cgroups or {})
+        self.services = dict(services or {})
         self.commands = []
 
         def get_bin_path(_module, arg, required=False, opt_dirs=None):  # pylint: disable=unused-argument
@@ -49,6 +51,7 @@ class Host:
         monkeypatch.setattr(AnsibleModule, 'run_command', run_command)
         monkeypatch.setattr(_gpu_probe, 'read_proc_cgroup', read_proc_cgroup)
         monkeypatch.setattr(_gpu_probe, 'load_nvml', lambda: nvml)
+        monkeypatch.setattr(_gpu_probe, 'supervisor_service', self.services.get)
 
     def verbs(self):
         """The nvidia-smi calls made, by their first option: query-gpu, query-compute-apps, topo, banner."""
@@ -106,7 +109,7 @@ def test_h200_busy_real(monkeypatch, run_module, fake_smi, tolerance, unexplaine
     gpus, _driver = facts(run_module(gpu_facts, {'unexplained_tolerance_mib': tolerance}))
     assert gpus[0]['memory_used_mib'] == 19601
     assert gpus[0]['processes'] == [{'pid': 444, 'name': 'python3', 'used_memory_mib': 19592, 'unit': None,
-                                     'cgroup': '/process_api/1f06963cf23d61497cb6ab8840d89a14'}]
+                                     'cgroup': '/process_api/1f06963cf23d61497cb6ab8840d89a14', 'unit_backend': None}]
     assert gpus[0]['unexplained_memory_mib'] == unexplained
 
 
@@ -183,7 +186,7 @@ def test_mig_memory_not_attributed(monkeypatch, run_module, fake_smi):
     assert driver['cuda_version'] == '12.2'
     assert gpus[0]['mig_mode'] is True and gpus[0]['utilization_gpu_pct'] is None
     assert gpus[0]['processes'] == [{'pid': 3311, 'name': 'python3', 'used_memory_mib': None, 'unit': 'mig-inference.service',
-                                     'cgroup': '/system.slice/mig-inference.service'}]
+                                     'cgroup': '/system.slice/mig-inference.service', 'unit_backend': 'systemd'}]
     assert gpus[0]['unexplained_memory_mib'] is None
     # a docker (cgroupfs) process on a hybrid host: not containerd.service
     assert gpus[1]['processes'][0]['unit'] is None and gpus[1]['processes'][0]['cgroup'].startswith('/docker/')
@@ -291,7 +294,7 @@ def test_nvml_auto_gives_the_smi_schema(monkeypatch, run_module, fake_smi, fake_
     assert set(gpus[0]) == GPU_KEYS
     assert (gpus[0]['memory_used_mib'], gpus[0]['unexplained_memory_mib']) == (19601, 0)
     assert gpus[0]['processes'] == [{'pid': 444, 'name': 'python3', 'used_memory_mib': 19592, 'unit': None,
-                                     'cgroup': '/process_api/1f06963cf23d61497cb6ab8840d89a14'}]
+                                     'cgroup': '/process_api/1f06963cf23d61497cb6ab8840d89a14', 'unit_backend': None}]
     # nvidia-smi only for the topology
     assert host.verbs() == ['topo'] and gpus[0]['topology']['cpu_affinity'] == '0-15'
 
@@ -369,6 +372,9 @@ def test_replay_matches_what_the_module_saw_on_the_h200(monkeypatch, run_module,
     facts = run_module(gpu_facts)['ansible_facts']
     real = on_machine(result)
     assert facts['nvidia_driver'] == real['nvidia_driver'] == {'version': '580.159.04', 'cuda_version': '13.0'}
+    # unit_backend came after the capture: no unit, so no backend, for the container's own processes
+    processes = [process for gpu in facts['nvidia_gpus'] for process in gpu['processes']]
+    assert [process.pop('unit_backend') for process in processes] == [None] * len(processes)
     strip = [{k: v for k, v in gpu.items() if k not in VOLATILE} for gpu in facts['nvidia_gpus']]
     real_strip = [{k: v for k, v in gpu.items() if k not in VOLATILE} for gpu in real['nvidia_gpus']]
     assert strip == real_strip
@@ -380,7 +386,7 @@ def test_busy_holder_is_attributed_with_its_pid_and_memory(monkeypatch, run_modu
     gpu = run_module(gpu_facts)['ansible_facts']['nvidia_gpus'][0]
     assert gpu['memory_used_mib'] == 21007
     assert gpu['processes'] == [{'pid': 850, 'name': 'python3', 'used_memory_mib': 20998, 'unit': None,
-                                 'cgroup': '/process_api/384e1f4cfa9e212b0a91b6b4686a511e'}]
+                                 'cgroup': '/process_api/384e1f4cfa9e212b0a91b6b4686a511e', 'unit_backend': None}]
     assert gpu['unexplained_memory_mib'] == 0
 
 
@@ -397,3 +403,49 @@ def test_host_facts_on_the_real_machine_saw_the_container():
     assert node['gpu_visibility']['env']['NVIDIA_VISIBLE_DEVICES'] == '0'
     assert node['disk']['/root/bench_results']['exists'] is False
     assert node['disk']['/root/bench_results']['checked_path'] == '/root'
+
+
+# --- hosts whose PID 1 is not systemd: the supervisor's services ----------------------------------------
+
+SUPERVISED = 'specdec-train-dflash-sim.service'
+
+
+def test_a_process_in_no_unit_is_named_by_the_supervisor(monkeypatch, run_module, fake_smi):
+    """The real H200 is a Docker container: its holder is in the container's cgroup, no unit; the supervisor names it."""
+    smi = fake_smi('h200-1gpu-busy', apps='apps_busy.txt', query='query_gpu_nh_busy.txt')
+    Host(monkeypatch, smi, holder_cgroups(), services={850: SUPERVISED})
+    gpu = run_module(gpu_facts)['ansible_facts']['nvidia_gpus'][0]
+    assert gpu['processes'] == [{'pid': 850, 'name': 'python3', 'used_memory_mib': 20998, 'unit': SUPERVISED,
+                                 'cgroup': '/process_api/384e1f4cfa9e212b0a91b6b4686a511e', 'unit_backend': 'supervisor'}]
+
+
+def test_a_systemd_service_wins_and_a_session_scope_gives_way(monkeypatch, run_module, fake_smi):
+    """A pid in a .service is systemd's whatever the supervisor says; one in a session scope is the supervisor's
+    service when it has one (started over SSH), else the scope; one in no unit and no service has no backend."""
+    Host(monkeypatch, fake_smi('dgx-h100-8gpu'), cgroup_files('dgx-h100-8gpu'),
+         services={47028: 'not-this.service', 60311: SUPERVISED})
+    gpus, _driver = facts(run_module(gpu_facts))
+    assert [(p['unit'], p['unit_backend']) for p in gpus[0]['processes']] == [('ddtree-qwen.service', 'systemd')]
+    assert [(p['pid'], p['unit'], p['unit_backend']) for p in gpus[6]['processes']] == [
+        (60311, SUPERVISED, 'supervisor'), (60522, None, None)]
+    assert all('unit_backend' in p for gpu in gpus for p in gpu['processes'])
+
+
+def test_a_session_scope_without_a_service_stays_systemds(monkeypatch, run_module, fake_smi):
+    Host(monkeypatch, fake_smi('dgx-h100-8gpu'), cgroup_files('dgx-h100-8gpu'))
+    gpus, _driver = facts(run_module(gpu_facts))
+    assert [(p['unit'], p['unit_backend']) for p in gpus[6]['processes']] == [('session-12.scope', 'systemd'), (None, None)]
+
+
+def test_supervisor_service_reads_the_state_folder_and_proc(monkeypatch, tmp_path):
+    """This test's own process, recorded as a service's main process, is found through the real /proc."""
+    folder = tmp_path / SUPERVISED
+    folder.mkdir()
+    pid = os.getpid()
+    (folder / 'run.json').write_text(json.dumps({'pid': pid, 'pgid': pid, 'supervisor_pid': os.getppid(),
+                                                 'start_ticks': _supervisor.start_ticks(pid), 'boot_id': None}))
+    monkeypatch.setattr(_gpu_probe, 'SUPERVISOR_STATE_DIR', str(tmp_path))
+    assert _gpu_probe.supervisor_service(pid) == SUPERVISED
+    assert _gpu_probe.supervisor_service(os.getppid()) is None
+    monkeypatch.setattr(_gpu_probe, 'SUPERVISOR_STATE_DIR', str(tmp_path / 'none'))
+    assert _gpu_probe.supervisor_service(pid) is None

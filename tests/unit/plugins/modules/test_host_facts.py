@@ -32,7 +32,12 @@ def test_this_machine(run_module, tmp_path):
     })
     assert result['changed'] is False and result.get('failed') is not True
     host = result['ansible_facts']['specdec_host']
-    assert set(host) == {'disk', 'memory', 'cpu', 'os', 'systemd', 'container', 'gpu_visibility', 'listening_ports', 'toolchain', 'python_envs'}
+    assert set(host) == {'disk', 'memory', 'cpu', 'os', 'systemd', 'init', 'container', 'gpu_visibility', 'listening_ports',
+                         'toolchain', 'python_envs'}
+    with open('/proc/1/comm', encoding='utf-8') as handle:
+        assert host['init'] == {'pid1': handle.read().strip(), 'systemd': os.path.isdir('/run/systemd/system'),
+                                'service_backend': 'systemd' if os.path.isdir('/run/systemd/system') else 'supervisor'}
+    assert host['init']['systemd'] is host['systemd']
 
     disk = host['disk'][str(missing)]
     assert disk['exists'] is False and disk['checked_path'] == os.path.realpath(str(tmp_path))
@@ -167,3 +172,29 @@ def test_unparseable_proc_fails(monkeypatch, run_module, path, text, match):
     monkeypatch.setattr(_host_probe, 'read_file', lambda name, binary=False: text if name == path else real(name, binary))
     result = run_module(host_facts, {'python_packages': []})
     assert result['failed'] and match in result['msg']
+
+
+@pytest.mark.parametrize('comm, systemd, expected', [
+    ('systemd\n', True, {'pid1': 'systemd', 'systemd': True, 'service_backend': 'systemd'}),
+    # the real A100 box: a Docker container whose entrypoint is PID 1; the simulated one runs sim-init
+    ('sim-init\n', False, {'pid1': 'sim-init', 'systemd': False, 'service_backend': 'supervisor'}),
+    ('tini\n', False, {'pid1': 'tini', 'systemd': False, 'service_backend': 'supervisor'}),
+    # systemd is the running init even when PID 1 cannot be read (hidepid) or is named otherwise (init)
+    (None, True, {'pid1': None, 'systemd': True, 'service_backend': 'systemd'}),
+    ('', False, {'pid1': None, 'systemd': False, 'service_backend': 'supervisor'}),
+])
+def test_init_facts(comm, systemd, expected):
+    assert _host_probe.init_facts(comm, systemd) == expected
+
+
+def test_a_host_whose_pid1_is_not_systemd(monkeypatch, run_module, tmp_path):
+    """As on the A100 box: PID 1 is the container's entrypoint and /run/systemd/system does not exist."""
+    real = _host_probe.read_file
+    monkeypatch.setattr(_host_probe, 'read_file', lambda path, binary=False: 'sleep\n' if path == '/proc/1/comm' else real(path, binary))
+    monkeypatch.setattr(_host_probe, 'SYSTEMD_RUN_DIR', str(tmp_path / 'run' / 'systemd' / 'system'))
+    host = run_module(host_facts, {'python_packages': []})['ansible_facts']['specdec_host']
+    assert host['init'] == {'pid1': 'sleep', 'systemd': False, 'service_backend': 'supervisor'}
+    assert host['systemd'] is False
+    (tmp_path / 'run' / 'systemd' / 'system').mkdir(parents=True)
+    host = run_module(host_facts, {'python_packages': []})['ansible_facts']['specdec_host']
+    assert host['init'] == {'pid1': 'sleep', 'systemd': True, 'service_backend': 'systemd'}

@@ -66,6 +66,7 @@ class Host:
             '/etc/os-release': read('proc', 'bookworm-podman', 'os-release.txt'),
             '/proc/1/cgroup': read('proc', 'bookworm-podman', 'pid1_cgroup.txt'),
             '/proc/1/environ': read('proc', 'bookworm-podman', 'pid1_environ.bin', binary=True),
+            '/proc/1/comm': 'systemd\n',
         }
         real_run_command = AnsibleModule.run_command
 
@@ -93,6 +94,7 @@ class Host:
         monkeypatch.setattr(AnsibleModule, 'run_command', run_command)
         monkeypatch.setattr(_gpu_probe, 'read_proc_cgroup', read_proc_cgroup)
         monkeypatch.setattr(_gpu_probe, 'load_nvml', lambda: nvml)
+        monkeypatch.setattr(_gpu_probe, 'supervisor_service', lambda pid: None)
         monkeypatch.setattr(_unit_probe, 'SYSTEMD_RUN_DIR', str(self.run_dir))
         monkeypatch.setattr(_host_probe, 'SYSTEMD_RUN_DIR', str(self.run_dir))
         monkeypatch.setattr(_host_probe, 'read_file', lambda path, binary=False: self.files.get(path))
@@ -196,12 +198,14 @@ def test_no_units_runs_no_systemctl(make_host, run_module, tmp_path):
 def test_no_systemd(make_host, run_module, tmp_path):
     host = make_host()
     host.run_dir.rmdir()
+    host.files['/proc/1/comm'] = 'sim-init\n'
     result = run_module(probe, dict(host_args(tmp_path), units=['ddtree-qwen', 'sglang-*']))
     assert result['exit_code'] == 0 and result['ansible_facts']['systemd_units'] == {}
     assert result['patterns'] == {} and result['unmatched_patterns'] == []
     assert host.systemctl.calls == []
     assert any('systemd is not running' in text for text in result['warning_texts'])
     assert result['ansible_facts']['specdec_host']['systemd'] is False
+    assert result['ansible_facts']['specdec_host']['init'] == {'pid1': 'sim-init', 'systemd': False, 'service_backend': 'supervisor'}
     assert len(result['ansible_facts']['nvidia_gpus']) == 8
 
 
