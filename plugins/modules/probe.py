@@ -159,7 +159,9 @@ ansible_facts:
           result: success
           n_restarts: 0
     specdec_host:
-      description: Disk, memory, CPU, OS, init system, container, GPU visibility, ports and toolchain, as RV(specdec.bench.host_facts#module:ansible_facts.specdec_host).
+      description:
+        - Disk, memory, CPU, OS, init system, container, GPU visibility, ports and toolchain,
+          as RV(specdec.bench.host_facts#module:ansible_facts.specdec_host).
       returned: when O(gather) contains V(host)
       type: dict
       sample:
