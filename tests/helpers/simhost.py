@@ -74,3 +74,10 @@ def main_pid(host, unit):
 def active_units(host, pattern):
     out = host.check_output(f"systemctl list-units --plain --no-legend --state=active,activating '{pattern}'")
     return [line.split()[0] for line in out.splitlines() if line.strip()]
+
+
+def supervised_running(host, pattern, state_dir="/var/lib/specdec/services"):
+    """The services of specdec's supervisor (hosts without systemd) that run: started (run.json), not ended (exit.json)."""
+    out = host.check_output(f"for d in {state_dir}/{pattern}; do [ -f \"$d/run.json\" ] && [ ! -f \"$d/exit.json\" ] "
+                            "&& basename \"$d\"; done; true")
+    return [line for line in out.splitlines() if line.strip()]

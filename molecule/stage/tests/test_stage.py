@@ -91,7 +91,7 @@ def test_failed_stage_has_its_reason_and_evidence(host):
     status = read_json(host, f"{folder}/status.json")
     assert status["status"] == "failed"
     assert "failed" in status["reason"] and status["headline"] == []
-    assert status["evidence"]["unit_state"]["ActiveState"] == "failed"
+    assert status["evidence"]["unit_state"]["state"] == "failed"
     assert any("CUDA out of memory" in line for line in status["evidence"]["journal"])
     assert "CUDA out of memory" in host.file(f"{folder}/journal.txt").content_string
     assert host.file(f"{folder}/unit.service").exists
