@@ -63,10 +63,11 @@
     text('line-count', status.line_count);
     $('log-link').setAttribute('href', 'files/' + encodeURIComponent(status.log_file));
     $('log-link').textContent = status.log_file;
-    text('unit', status.unit);
+    text('unit', status.backend === 'supervisor' ? status.unit + ' (supervised)' : status.unit);
     const u = status.unit_state || {};
     text('unit-detail', [u.active_state, u.sub_state, u.result].filter(Boolean).join('/') +
-      (u.exit_status !== null && u.exit_status !== undefined ? ', exit ' + u.exit_status : ''));
+      (u.exit_status !== null && u.exit_status !== undefined ? ', exit ' + u.exit_status : '') +
+      (u.error ? ', ' + u.error : ''));
     text('updated', new Date().toLocaleTimeString());
   }
 

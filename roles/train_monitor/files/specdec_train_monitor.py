@@ -3,9 +3,10 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """The live monitoring page of one training run: a read-only web service (Python 3.9+ standard library only).
 
-    python3 specdec_train_monitor.py --run-dir /root/train_runs/NAME --unit specdec-train-NAME.service
+    python3 specdec_train_monitor.py --run-dir /root/train_runs/NAME --unit specdec-train-NAME.service \
+        [--backend supervisor --state-dir /var/lib/specdec/services]
 
-GET /                 the page: run name and unit state, progress bar, rate, ETA, loss and metrics, last log lines,
+GET /                 the page: run name and state, progress bar, rate, ETA, loss and metrics, last log lines,
                       updated live from /api/events (server-sent events), polling /api/status when that fails
 GET /api/status       the same as JSON
 GET /api/events       a server-sent event with the status whenever it changes
@@ -15,7 +16,9 @@ the same security headers. Only the run folder's own top-level regular files are
 symlinks out), requests whose Host is not a loopback name (DNS rebinding) are refused, and the page's
 Content-Security-Policy allows only its own script and style: log text reaches the page as text, never as markup.
 Progress is read from the log by _train_log.py (the collection's module_utils/_train_log.py, installed beside this
-file).
+file). The run's state comes from systemd (`systemctl show`), or, where PID 1 is not systemd, from the run's folder of
+specdec's supervisor (<state-dir>/<unit>/: run.json, exit.json), read by _supervisor.py (the collection's
+module_utils/_supervisor.py, installed beside this file too); the page shows the same states either way.
 
 The work per request is bounded: one request at a time refreshes the status (the unit, then at most READ_LIMIT_BYTES
 of what the log gained, from where the last refresh stopped; a bigger burst is skipped to its last part, the tail
@@ -27,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import socket
 import stat
 import subprocess
@@ -37,6 +41,7 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import unquote, urlsplit
 
+import _supervisor  # pylint: disable=import-error
 from _train_log import TrainLog  # pylint: disable=import-error
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -83,6 +88,36 @@ def unit_state(props):
     return 'stopped'
 
 
+def service_state(service):
+    """(state, unit details) of the run from specdec's supervisor (a status of _supervisor.status()), in the words of
+    unit_state() and `systemctl show`: the page shows the same on both backends."""
+    state, code, number = service.get('state'), service.get('exit_code'), service.get('signal')
+    detail = {
+        'load_state': 'not-found' if state in (None, 'not-found') else 'loaded',
+        'active_state': None, 'sub_state': None, 'result': None,
+        'exit_status': code if code is not None else number,
+        'started': service.get('started'), 'exited': service.get('finished'), 'error': service.get('error'),
+    }
+    if state == 'running':
+        detail.update(active_state='active', sub_state='running')
+        return 'running', detail
+    if state == 'inactive':
+        detail.update(active_state='inactive', sub_state='dead')
+        return 'not started', detail
+    if state == 'exited':
+        detail.update(active_state='inactive', sub_state='dead', result='success')
+        return 'succeeded', detail
+    if state == 'failed':
+        if number == signal.SIGTERM and not service.get('error'):
+            # as systemd counts it: stopped (the supervisor's stop), not finished
+            detail.update(active_state='inactive', sub_state='dead', result='success')
+            return 'stopped', detail
+        result = 'exit-code' if code is not None else 'signal' if number is not None else 'lost'
+        detail.update(active_state='failed', sub_state='failed', result=result)
+        return 'failed', detail
+    return 'unknown', detail
+
+
 def parse_show(text):
     props = {}
     for line in text.splitlines():
@@ -93,15 +128,18 @@ def parse_show(text):
 
 
 class Monitor:
-    """The run's status, read incrementally from its log and from systemd, shared by all requests.
+    """The run's status, read incrementally from its log and from systemd or the supervisor, shared by all requests.
 
     One refresh at a time reads the unit and the log (under `_refreshing`, which no request waits for once there is
     a status); every request gets the status of the latest refresh.
     """
 
-    def __init__(self, run_dir, unit, name, log_name='train.log', tail=40, systemctl='systemctl', unit_ttl=1.0):
+    def __init__(self, run_dir, unit, name, log_name='train.log', tail=40, systemctl='systemctl', unit_ttl=1.0,
+                 backend='systemd', state_dir=_supervisor.DEFAULT_STATE_DIR):
         self.run_dir = os.path.realpath(run_dir)
         self.unit = unit
+        self.backend = backend
+        self.service_dir = os.path.join(state_dir, unit)
         self.name = name
         self.log_name = log_name
         self.tail = tail
@@ -116,6 +154,7 @@ class Monitor:
         self._log_mtime = None
         self._read_bytes = 0
         self._unit_props = {}
+        self._service = None
         self._unit_read = 0.0
 
     def _read_log(self):
@@ -149,7 +188,11 @@ class Monitor:
 
     def _read_unit(self):
         now = time.monotonic()
-        if self._unit_props and now - self._unit_read < self.unit_ttl:
+        if (self._unit_props or self._service) and now - self._unit_read < self.unit_ttl:
+            return
+        if self.backend == 'supervisor':
+            self._service = _supervisor.status(self.service_dir)
+            self._unit_read = now
             return
         try:
             result = subprocess.run(
@@ -175,20 +218,13 @@ class Monitor:
         self._read_unit()
         self._read_log()
         status = self._log.status(tail=self.tail)
-        props = dict(self._unit_props)
+        state, detail = self._state()
         status.update({
             'run': self.name,
             'unit': self.unit,
-            'state': unit_state(props),
-            'unit_state': {
-                'load_state': props.get('LoadState') or None,
-                'active_state': props.get('ActiveState') or None,
-                'sub_state': props.get('SubState') or None,
-                'result': props.get('Result') or None,
-                'exit_status': int(props['ExecMainStatus']) if props.get('ExecMainStatus', '').isdigit() else None,
-                'started': props.get('ExecMainStartTimestamp') or None,
-                'exited': props.get('ExecMainExitTimestamp') or None,
-            },
+            'backend': self.backend,
+            'state': state,
+            'unit_state': detail,
             'log_file': self.log_name,
             'log_bytes': self._log_bytes,
             'log_updated': self._log_mtime,
@@ -197,6 +233,22 @@ class Monitor:
             'log_skipped_bytes': self._log.skipped_bytes,
         })
         return status
+
+    def _state(self):
+        """(state, unit details) from the last read of systemd or the supervisor."""
+        if self.backend == 'supervisor':
+            return service_state(self._service or {})
+        props = dict(self._unit_props)
+        return unit_state(props), {
+            'load_state': props.get('LoadState') or None,
+            'active_state': props.get('ActiveState') or None,
+            'sub_state': props.get('SubState') or None,
+            'result': props.get('Result') or None,
+            'exit_status': int(props['ExecMainStatus']) if props.get('ExecMainStatus', '').isdigit() else None,
+            'started': props.get('ExecMainStartTimestamp') or None,
+            'exited': props.get('ExecMainExitTimestamp') or None,
+            'error': None,
+        }
 
     def files(self):
         """The run folder's top-level regular files (no dot files, no symlinks), name -> size."""
@@ -374,7 +426,11 @@ class MonitorServer(ThreadingHTTPServer):
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description='Read-only live monitoring page of one training run.')
     parser.add_argument('--run-dir', required=True, help='the run folder (holds the log)')
-    parser.add_argument('--unit', required=True, help="the run's systemd unit")
+    parser.add_argument('--unit', required=True, help="the run's service (its unit name on both backends)")
+    parser.add_argument('--backend', choices=('systemd', 'supervisor'), default='systemd',
+                        help="where the run's state is read: systemctl show, or the supervisor's folder of the run")
+    parser.add_argument('--state-dir', default=_supervisor.DEFAULT_STATE_DIR,
+                        help="the supervisor's folder of services (--backend supervisor)")
     parser.add_argument('--name', help='the run name shown (default: the run folder name)')
     parser.add_argument('--log', default='train.log', help='the log file, in the run folder')
     parser.add_argument('--bind', default='127.0.0.1', help='address to listen on')
@@ -389,11 +445,12 @@ def parse_args(argv=None):
 def main(argv=None):
     args = parse_args(argv)
     monitor = Monitor(args.run_dir, args.unit, args.name or os.path.basename(os.path.realpath(args.run_dir)),
-                      log_name=args.log, tail=args.tail, systemctl=args.systemctl)
+                      log_name=args.log, tail=args.tail, systemctl=args.systemctl, backend=args.backend,
+                      state_dir=args.state_dir)
     server = MonitorServer((args.bind, args.port), make_handler(
         monitor, interval=args.interval, allowed_hosts=[host.lower() for host in args.allowed_host]))
-    sys.stderr.write('serving run %s (%s) on http://%s:%d/\n' % (monitor.name, args.unit, args.bind,
-                                                                 server.server_address[1]))
+    sys.stderr.write('serving run %s (%s, %s) on http://%s:%d/\n' % (monitor.name, args.unit, args.backend, args.bind,
+                                                                     server.server_address[1]))
     sys.stderr.flush()
     try:
         server.serve_forever()

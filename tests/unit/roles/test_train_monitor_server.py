@@ -27,6 +27,7 @@ import pytest
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 FILES = os.path.join(REPO, 'roles', 'train_monitor', 'files')
 PARSER = os.path.join(REPO, 'plugins', 'module_utils', '_train_log.py')
+SUPERVISOR = os.path.join(REPO, 'plugins', 'module_utils', '_supervisor.py')
 DEADLINE = 15
 # A log burst as after a stalled run's buffers flush: tens of MB at once.
 BURST_BYTES = 50 * 1024 * 1024
@@ -52,6 +53,7 @@ class Service:
         # As the role installs it: the service's files, and the collection's parser beside them.
         shutil.copytree(FILES, self.install)
         shutil.copy(PARSER, os.path.join(self.install, '_train_log.py'))
+        shutil.copy(SUPERVISOR, os.path.join(self.install, '_supervisor.py'))
         self.systemctl = os.path.join(root, 'systemctl')
         with open(self.systemctl, 'w', encoding='utf-8') as handle:
             handle.write('#!/bin/sh\ncat %s\n' % self.unit_file)
@@ -283,7 +285,7 @@ def test_page_is_self_contained_and_locked_down(service):
 
 
 def load_monitor():
-    """The service's module, imported as the service runs it (its parser beside it)."""
+    """The service's module, imported as the service runs it (its parser and the supervisor's reader beside it)."""
     # No __pycache__ in the role's files: the role ships that folder as it is.
     writes_bytecode, sys.dont_write_bytecode = sys.dont_write_bytecode, True
     sys.path.insert(0, FILES)
