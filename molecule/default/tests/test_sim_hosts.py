@@ -1,6 +1,6 @@
 """The simulated hosts are in the state of the field reports, and their nvidia-smi behaves like the real one.
 
-Run by `molecule verify` (testinfra, one `host` per inventory host, real systemd inside each container).
+Run by `molecule verify` (testinfra, one `host` per inventory host; real systemd in the ct200, none in the a100box).
 """
 import csv
 import io
