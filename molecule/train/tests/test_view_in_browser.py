@@ -4,8 +4,9 @@ The page is reached as a user reaches it: the monitor listens on 127.0.0.1:8080 
 tests/sim/trainer/port_forward.py carries a port of this machine's loopback there (as `ssh -L` does). Chromium may
 resolve no name but 127.0.0.1, so the page must work with no internet. The tests run in order, on one page: the run
 is running, its bar advances, new log lines appear, hostile log lines stay text; then the trainer is told to fail
-and the page shows the failed state. Screenshots of both states are kept in tests/output/train/.
+and the page shows the failed state, the one the supervisor recorded. Screenshots of both states are kept in tests/output/train/.
 """
+import json
 import os
 import re
 import subprocess
@@ -23,6 +24,7 @@ REPO = Path(__file__).resolve().parents[3]
 ARTIFACTS = REPO / "tests" / "output" / "train"
 FORWARD = REPO / "tests" / "sim" / "trainer" / "port_forward.py"
 RUN = "dflash-sim"
+SERVICES = "/var/lib/specdec/services"
 FAIL_FILE = "/run/sim-trainer/fail-dflash-sim"
 # Every podman exec (one per connection through the forward) is slow on a loaded machine: deadlines are generous,
 # and each wait ends as soon as its condition holds.
@@ -144,9 +146,12 @@ def test_page_shows_the_failed_state(page, box):
     wait_for(page, lambda: text(page, "state") == "failed", "the page does not show the failed run")
     wait_for(page, lambda: "CUDA out of memory" in text(page, "error"), "the page does not show the error")
     wait_for(page, lambda: "exited with status 1" in text(page, "log"), "the page does not show the exit")
-    assert text(page, "unit-detail").startswith("failed/failed/exit-code")
+    assert text(page, "unit-detail").startswith("failed/failed/exit-code, exit 1")
     assert text(page, "eta") == "\u2013"
     shot(page, "monitor-failed.png")
+    # the state the page shows is the supervisor's record of the run's end
+    ended = json.loads(box.file(f"{SERVICES}/specdec-train-{RUN}.service/exit.json").content_string)
+    assert ended["exit_code"] == 1 and ended["signal"] is None
 
 
 def test_full_log_is_plain_text(page, url):

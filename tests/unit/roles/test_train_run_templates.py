@@ -23,7 +23,7 @@ ROLE = os.path.join(REPO, 'roles', 'train_run')
 HOSTILE = ['a b', "it's", '$(touch pwned)', '`touch pwned`', '"quoted"', '%n', '{name}@{run_dir}', '; exit 7']
 
 
-def render(tmp_path, **overrides):
+def render(tmp_path, templates=('run.sh.j2', 'train_dflash.sh.j2', 'specdec-train.service.j2'), **overrides):
     """Render the role's templates with its defaults and vars, plus overrides, into the run folder."""
     run_dir = tmp_path / 'dflash-test'
     run_dir.mkdir(exist_ok=True)
@@ -40,7 +40,7 @@ def render(tmp_path, **overrides):
         'tasks': [{
             'ansible.builtin.template': {'src': os.path.join(ROLE, 'templates', name), 'dest': str(run_dir / name[:-3]),
                                          'mode': '0644'},
-        } for name in ('run.sh.j2', 'train_dflash.sh.j2', 'specdec-train.service.j2')],
+        } for name in templates],
     }]
     path = tmp_path / 'render.yml'
     path.write_text(yaml.safe_dump(playbook))
