@@ -57,10 +57,10 @@ def sleeper(tmp_path, *extra):
     script = tmp_path / 'sleeper.py'
     script.write_text(
         'import os, signal, subprocess, sys, time\n'
+        'signal.signal(signal.SIGTERM, lambda *a: (print("terminated", flush=True), sys.exit(3)))\n'
         'print("hello from", os.getpid(), os.environ.get("GREETING"), flush=True)\n'
         'child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])\n'
         'open(sys.argv[1], "w").write(str(child.pid))\n'
-        'signal.signal(signal.SIGTERM, lambda *a: (print("terminated", flush=True), sys.exit(3)))\n'
         'time.sleep(600)\n')
     return {'argv': [sys.executable, str(script), str(tmp_path / 'child.pid')] + list(extra),
             'env': {'GREETING': 'hi'}, 'cwd': str(tmp_path)}

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+import time
 
 import pytest
 
@@ -147,6 +148,10 @@ def test_under_the_supervisor_the_server_is_stopped_and_its_definition_and_log_k
     definition = {'argv': [sys.executable, '-c', 'import time; print("loading", flush=True); time.sleep(600)']}
     service.write_definition(str(services / UNIT), definition, UNIT)
     assert service.start(None, 'supervisor', UNIT, str(services))[1]['state'] == 'running'
+    deadline = time.monotonic() + 15
+    while 'loading' not in ''.join(service.log(None, 'supervisor', UNIT, 5, str(services))[0]):
+        assert time.monotonic() < deadline, 'the program never started'
+        time.sleep(0.02)
     status = {'stage': 's', 'status': 'failed', 'reason': 'never ready'}
     result = run_module(stage_record, args(stage, status, backend='supervisor', state_dir=str(services), stop_timeout=5,
                                            files=dict(FILES, service='service.json'), gpu_snapshot=False))
