@@ -184,3 +184,22 @@ def test_the_preflight_refuses_that_stage_before_anything_changes(ct200):
     assert not ct200.file(f"{RESULTS}/refused").exists
     assert ct200.check_output("ls /etc/systemd/system /var/lib/specdec/units | grep -c specdec-refused- || true") == "0"
     assert not ct200.file("/var/lib/specdec/campaign.lock").exists
+
+
+@pytest.mark.parametrize("stage, task", [("tp2-fail-start", "Wait until the server answers /health_generate"),
+                                         ("tp2-crash", "Run the harness at each concurrency")])
+def test_without_systemd_a_faulty_server_ends_failed_with_its_log(a100, stage, task):
+    st = status(a100, "faults", stage)
+    assert st["status"] == "failed" and st["evidence"]["task"] == task, st
+    assert st["evidence"]["unit_state"]["backend"] == "supervisor"
+    journal = a100.file(f"{RESULTS}/faults/{stage}/journal.txt").content_string
+    assert f"specdec supervisor: starting specdec-faults-{stage}.service" in journal
+    assert "specdec supervisor: specdec-faults-" in journal.splitlines()[-1]  # how it ended, as the supervisor saw it
+    assert read_json(a100, f"{RESULTS}/faults/{stage}/service.json")["env"]["SIM_SGLANG_FAULT"] in ("fail_start", "crash")
+
+
+def test_without_systemd_a_crash_mid_run_keeps_what_finished(a100):
+    result = read_json(a100, f"{RESULTS}/faults/tp2-crash/result-c1.json")
+    assert result["complete"] is False and 0 < result["completed"] < NUM_PROMPTS
+    assert status(a100, "faults", "tp2-autoregressive")["status"] == "ok"
+    assert simhost.supervised_running(a100, "specdec-faults-*") == []
