@@ -23,7 +23,7 @@ description:
     and start time in C(run.json), and the exit status, or why the program could not start, in C(exit.json) when it ends.
   - Starting a running service does nothing ("never twice"). Stopping sends SIGTERM to the process group, then SIGKILL
     after O(timeout) seconds; systemd stops a unit as the unit says.
-  - A program that exits at once is not a failure of this module: RV(service.state) says what became of it (with the
+  - A program that exits at once is not a failure of this module; RV(service.state) says what became of it (with the
     supervisor, a program that could not be executed at all is already V(failed) with its RV(service.error)).
 author:
   - specdec.bench developers (!UNKNOWN)
