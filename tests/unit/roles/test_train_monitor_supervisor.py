@@ -157,6 +157,12 @@ def answers(service):
         return None
 
 
+def progressing(service):
+    """The status when the run is running and its progress is read, else None."""
+    status = status_in(service, 'running')
+    return status if status and status['progress'] else None
+
+
 def status_in(service, *states):
     """The status when the run's state is one of states, else None."""
     status = service.status()
@@ -165,8 +171,7 @@ def status_in(service, *states):
 
 def test_the_page_follows_a_supervised_run_until_it_fails(supervised):
     service, folder, fail_file = supervised
-    status = wait_until(lambda: (lambda found: found if found and found['progress'] else None)(
-        status_in(service, 'running')), 'the run is not shown running')
+    status = wait_until(lambda: progressing(service), 'the run is not shown running')
     assert status['backend'] == 'supervisor' and status['unit_state']['started']
     first = status['progress']['step']
     wait_until(lambda: service.status()['progress']['step'] > first, 'the step does not advance')
