@@ -3,7 +3,8 @@
 # --venv --requirements: each test's pinned tools in their own virtualenv, no container engine needed.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
-root=$repo/.cache/sanity/ansible_collections/specdec/bench
+# SANITY_DIR: a folder of one's own, so that two runs at once do not delete each other's copy
+root=${SANITY_DIR:-$repo/.cache/sanity}/ansible_collections/specdec/bench
 rm -rf "$root" && mkdir -p "$root"
 # Only what git tracks (or would track): the copy is what a clean clone holds.
 # cp's errors are ignored: a tracked file deleted in the work tree is simply not copied.
