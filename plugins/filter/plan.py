@@ -20,6 +20,8 @@ import unicodedata
 from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
+from ansible_collections.specdec.bench.plugins.module_utils._process import NAME_PATTERN as PROCESS_NAME_PATTERN
+from ansible_collections.specdec.bench.plugins.module_utils._process import RESTORED_SERVICE
 from ansible_collections.specdec.bench.plugins.module_utils._systemd import normalize_unit_name
 from ansible_collections.specdec.bench.plugins.plugin_utils import sglang_build as builds
 
@@ -430,6 +432,33 @@ def _spec_stoppable(stoppable):
         raise AnsibleFilterError('campaign_plan: stoppable %s; allowed: unit names or glob patterns ([A-Za-z0-9:_.@-] and *?[])' % exc)
 
 
+def _spec_stoppable_processes(processes):
+    """specdec_stoppable_processes as [(name, compiled regex)], in order: the first entry that matches names a holder."""
+    if processes is None:
+        return []
+    allowed = 'a list of {name: <id, %s>, match: <Python regex searched in the command line>}' % PROCESS_NAME_PATTERN
+    if not isinstance(processes, (list, tuple)):
+        _fail('stoppable_processes', 'is %r' % (processes,), allowed)
+    rules, names = [], set()
+    for position, entry in enumerate(processes):
+        field = 'stoppable_processes[%d]' % position
+        if not isinstance(entry, Mapping) or set(entry) != {'name', 'match'}:
+            _fail(field, 'is %r' % (entry,), 'a mapping with exactly the keys name, match')
+        name, match = entry['name'], entry['match']
+        if not isinstance(name, str) or not re.match(PROCESS_NAME_PATTERN + r'\Z', name):
+            _fail(field + '.name', 'is %r' % (name,), 'an id matching %s' % PROCESS_NAME_PATTERN)
+        if name in names:
+            _fail(field + '.name', 'repeats %r' % name, 'distinct names')
+        names.add(name)
+        if not isinstance(match, str) or not match:
+            _fail(field + '.match', 'is %r' % (match,), 'a non-empty Python regular expression')
+        try:
+            rules.append((name, re.compile(match)))
+        except re.error as exc:
+            _fail(field + '.match', 'is %r, not a regular expression (%s)' % (match, exc), 'a Python regular expression')
+    return rules
+
+
 def _flag_name(item):
     return item[0] if isinstance(item, list) else item
 
@@ -560,21 +589,41 @@ def _place(tp, host, strict):
     return list(tp['pins']), None
 
 
-def _holders(gpus, stoppable):
-    """Who holds the stage's GPUs: each compute process, and memory no visible process explains (no pid, no unit)."""
+def _stoppable_process(unit, cmdline, processes):
+    """The name of the specdec_stoppable_processes entry that covers a holder, or None.
+
+    A holder no unit names is matched by its command line; a supervisor service that restored such a process
+    (specdec-restored-<name>.service) stays covered by its entry.
+    """
+    for name, pattern in processes:
+        if unit is None and cmdline and pattern.search(cmdline):
+            return name
+        if unit is not None and unit == RESTORED_SERVICE % name:
+            return name
+    return None
+
+
+def _holders(gpus, stoppable, processes):
+    """Who holds the stage's GPUs: each compute process, and memory no visible process explains (no pid, no unit).
+
+    stoppable_process names the specdec_stoppable_processes entry of a holder that no unit names (the conflicts role
+    stops it by pid, recording its command line and environment) or that runs as the service restoring one.
+    """
     holders = []
     for gpu in gpus:
         for proc in gpu.get('processes') or []:
             unit = proc.get('unit')
+            process = _stoppable_process(unit, proc.get('cmdline'), processes) if proc.get('pid') else None
             holders.append({
                 'gpu_index': gpu.get('index'), 'uuid': gpu.get('uuid'), 'pid': proc.get('pid'), 'process': proc.get('name'),
-                'unit': unit, 'used_memory_mib': proc.get('used_memory_mib'),
-                'stoppable': bool(unit) and any(fnmatch.fnmatchcase(unit, pattern) for pattern in stoppable),
+                'unit': unit, 'used_memory_mib': proc.get('used_memory_mib'), 'cmdline': proc.get('cmdline'),
+                'stoppable': process is not None or (bool(unit) and any(fnmatch.fnmatchcase(unit, pattern) for pattern in stoppable)),
+                'stoppable_process': process,
             })
         if gpu.get('unexplained_memory_mib'):
             holders.append({
                 'gpu_index': gpu.get('index'), 'uuid': gpu.get('uuid'), 'pid': None, 'process': None, 'unit': None,
-                'used_memory_mib': gpu['unexplained_memory_mib'], 'stoppable': False,
+                'used_memory_mib': gpu['unexplained_memory_mib'], 'cmdline': None, 'stoppable': False, 'stoppable_process': None,
             })
     return holders
 
@@ -638,7 +687,7 @@ def _stage(plan, table, tp, indices, why_not, host, method, params, port, stoppa
     env = {'CUDA_VISIBLE_DEVICES': ','.join(uuid or '' for uuid in uuids)}
     env.update((name, value.format_map(values)) for name, value in entry['env'].items())
     env.update(plan['env'])
-    holders = _holders(gpus, stoppable)
+    holders = _holders(gpus, stoppable['units'], stoppable['processes'])
     return {
         'id': stage_id,
         'campaign': plan['campaign'],
@@ -664,7 +713,9 @@ def _stage(plan, table, tp, indices, why_not, host, method, params, port, stoppa
         'reason': reason,
         'fit': fit,
         'holders': holders,
-        'conflicts': sorted(set(h['unit'] for h in holders if h['unit'])),
+        # what the stage stops: units, and processes no unit names, by their specdec_stoppable_processes name
+        'conflicts': sorted(set(h['unit'] if h['unit'] else 'process %s' % h['stoppable_process']
+                                for h in holders if h['unit'] or h['stoppable_process'])),
         'blocked': any(not h['stoppable'] for h in holders),
     }
 
@@ -682,7 +733,7 @@ def _build(build, methods, sglang_version, sglang_python):
 
 
 def campaign_plan(facts, spec, methods=None, stoppable=None, base_port=DEFAULT_BASE_PORT, model_bytes=None, strict=True,
-                  build=None, sglang_version=None, sglang_python=None):
+                  build=None, sglang_version=None, sglang_python=None, stoppable_processes=None):
     """The ordered stages of a campaign on one host: TP entries in spec order, then methods, then parameter values."""
     profile = _build(build, methods, sglang_version, sglang_python)
     table = _method_table(methods or profile['methods'])
@@ -696,7 +747,7 @@ def campaign_plan(facts, spec, methods=None, stoppable=None, base_port=DEFAULT_B
         'version': sglang_version,
         'python': sglang_python,
     }
-    stoppable = _spec_stoppable(stoppable)
+    stoppable = {'units': _spec_stoppable(stoppable), 'processes': _spec_stoppable_processes(stoppable_processes)}
     if not _is_int(base_port) or not 1024 <= base_port <= 65535:
         _fail('base_port', 'is %r' % (base_port,), 'a port number in 1024-65535')
     weights_bytes = plan['model'].get('bytes') or model_bytes

@@ -25,6 +25,7 @@ from ansible_collections.specdec.bench.plugins.module_utils._nvidia_smi import (
     split_smi_warnings,
 )
 from ansible_collections.specdec.bench.plugins.module_utils._proc import parse_proc_cgroup, systemd_cgroup_path
+from ansible_collections.specdec.bench.plugins.module_utils._process import read_cmdline
 from ansible_collections.specdec.bench.plugins.module_utils._supervisor import DEFAULT_STATE_DIR, owner_of
 from ansible_collections.specdec.bench.plugins.module_utils._systemd import cgroup_root, unit_from_cgroup_path
 
@@ -63,6 +64,12 @@ def systemd_path(pid):
 def supervisor_service(pid):
     """The service of specdec's supervisor that pid belongs to, or None."""
     return owner_of(pid, SUPERVISOR_STATE_DIR)
+
+
+def process_cmdline(pid):
+    """The pid's command line, NULs as spaces, at most 4096 characters; None when unreadable. A holder no unit names
+    is matched by it (specdec_stoppable_processes)."""
+    return read_cmdline(pid)
 
 
 def process_units(pids):
@@ -234,9 +241,11 @@ def gather_gpu_facts(module, backend, topology, unexplained_tolerance_mib):
     units = process_units(sorted(set(app['pid'] for app in apps or [])))
     gpus, orphans = build_gpu_facts(rows, apps, topo, dict((pid, entry[:2]) for pid, entry in units.items()),
                                     unexplained_tolerance_mib)
+    cmdlines = dict((pid, process_cmdline(pid)) for pid in units)
     for gpu in gpus:
         for process in gpu['processes'] or []:
             process['unit_backend'] = units[process['pid']][2]
+            process['cmdline'] = cmdlines[process['pid']]
     for app in orphans:
         module.warn('compute process %d is on GPU %s, which is not in the GPU list' % (app['pid'], app['gpu_uuid']))
     return {'nvidia_gpus': gpus, 'nvidia_driver': driver}, extra

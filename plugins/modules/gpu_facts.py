@@ -251,6 +251,14 @@ ansible_facts:
               returned: always
               type: str
               sample: /system.slice/ddtree-qwen.service
+            cmdline:
+              description:
+                - The process's command line from C(/proc/PID/cmdline), its words joined by spaces, at most 4096 characters.
+                - Null when it cannot be read (another PID namespace, the process exited) or is empty (a zombie).
+                - A holder no unit names is matched by it to the host variable C(specdec_stoppable_processes) (P(specdec.bench.campaign_plan#filter)).
+              returned: always
+              type: str
+              sample: python3 -m sglang.launch_server --model-path /data/models/Qwen3.6-27B --port 30100 --tp-size 1
         unexplained_memory_mib:
           description:
             - Used memory, in MiB, that the listed processes do not account for, when more than O(unexplained_tolerance_mib); else 0.

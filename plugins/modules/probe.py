@@ -132,7 +132,7 @@ ansible_facts:
           memory_used_mib: 19601
           compute_capability: "9.0"
           processes: [{"pid": 444, "name": "python3", "used_memory_mib": 19592, "unit": null, "cgroup": "/process_api/1f06963cf23d61497cb6ab8840d89a14",
-                       "unit_backend": null}]
+                       "unit_backend": null, "cmdline": "python3 -m sglang.launch_server --model-path /models/Qwen3.6-27B"}]
           unexplained_memory_mib: 0
           nvlink: []
     nvidia_driver:

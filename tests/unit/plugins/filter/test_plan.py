@@ -188,7 +188,7 @@ def test_ct200_tp1_and_tp4_use_free_gpus_pinned_by_uuid():
 
 def test_ct200_tp8_must_stop_ddtree_qwen_when_it_is_stoppable():
     holder = {'gpu_index': 0, 'uuid': CT200_UUIDS[0], 'pid': 47028, 'process': '/opt/ddtree/.venv/bin/python3',
-              'unit': 'ddtree-qwen.service', 'used_memory_mib': 56077, 'stoppable': True}
+              'unit': 'ddtree-qwen.service', 'used_memory_mib': 56077, 'cmdline': None, 'stoppable': True, 'stoppable_process': None}
     for stoppable in (['ddtree-qwen.service'], ['ddtree-qwen'], ['ddtree-*']):
         tp8 = [s for s in plan(stoppable=stoppable) if s['tp'] == 8]
         assert len(tp8) == 5
@@ -304,8 +304,10 @@ def test_undeclared_holder_is_reported_not_stoppable():
     assert stages['tp1-autoregressive']['holders'] == []
     tp4 = stages['tp4-autoregressive']
     assert tp4['holders'] == [
-        {'gpu_index': 2, 'uuid': CT200_UUIDS[2], 'pid': 9911, 'process': 'python3', 'unit': None, 'used_memory_mib': 2048, 'stoppable': False},
-        {'gpu_index': 3, 'uuid': CT200_UUIDS[3], 'pid': None, 'process': None, 'unit': None, 'used_memory_mib': 1024, 'stoppable': False},
+        {'gpu_index': 2, 'uuid': CT200_UUIDS[2], 'pid': 9911, 'process': 'python3', 'unit': None, 'used_memory_mib': 2048,
+         'cmdline': None, 'stoppable': False, 'stoppable_process': None},
+        {'gpu_index': 3, 'uuid': CT200_UUIDS[3], 'pid': None, 'process': None, 'unit': None, 'used_memory_mib': 1024,
+         'cmdline': None, 'stoppable': False, 'stoppable_process': None},
     ]
     assert (tp4['conflicts'], tp4['blocked'], tp4['feasible']) == ([], True, True)
     tp8 = stages['tp8-autoregressive']

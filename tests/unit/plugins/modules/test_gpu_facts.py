@@ -25,12 +25,13 @@ H200_UUID = 'GPU-9e1c631b-fafe-f96d-935d-1ff4b8a5bf54'
 
 class Host:
     """What the module sees of a host: which binaries exist, what nvidia-smi answers, each pid's /proc/PID/cgroup,
-    and the specdec supervisor's service each pid belongs to (none unless given)."""
+    the specdec supervisor's service each pid belongs to and each pid's command line (none unless given)."""
 
-    def __init__(self, monkeypatch, smi=None, cgroups=None, nvml=None, binaries=(SMI,), services=None):
+    def __init__(self, monkeypatch, smi=None, cgroups=None, nvml=None, binaries=(SMI,), services=None, cmdlines=None):
         self.smi = smi
         self.cgroups = dict(cgroups or {})
         self.services = dict(services or {})
+        self.cmdlines = dict(cmdlines or {})
         self.commands = []
 
         def get_bin_path(_module, arg, required=False, opt_dirs=None):  # pylint: disable=unused-argument
@@ -52,6 +53,7 @@ class Host:
         monkeypatch.setattr(_gpu_probe, 'read_proc_cgroup', read_proc_cgroup)
         monkeypatch.setattr(_gpu_probe, 'load_nvml', lambda: nvml)
         monkeypatch.setattr(_gpu_probe, 'supervisor_service', self.services.get)
+        monkeypatch.setattr(_gpu_probe, 'process_cmdline', self.cmdlines.get)
 
     def verbs(self):
         """The nvidia-smi calls made, by their first option: query-gpu, query-compute-apps, topo, banner."""
@@ -109,7 +111,7 @@ def test_h200_busy_real(monkeypatch, run_module, fake_smi, tolerance, unexplaine
     gpus, _driver = facts(run_module(gpu_facts, {'unexplained_tolerance_mib': tolerance}))
     assert gpus[0]['memory_used_mib'] == 19601
     assert gpus[0]['processes'] == [{'pid': 444, 'name': 'python3', 'used_memory_mib': 19592, 'unit': None,
-                                     'cgroup': '/process_api/1f06963cf23d61497cb6ab8840d89a14', 'unit_backend': None}]
+                                     'cgroup': '/process_api/1f06963cf23d61497cb6ab8840d89a14', 'unit_backend': None, 'cmdline': None}]
     assert gpus[0]['unexplained_memory_mib'] == unexplained
 
 
@@ -186,7 +188,7 @@ def test_mig_memory_not_attributed(monkeypatch, run_module, fake_smi):
     assert driver['cuda_version'] == '12.2'
     assert gpus[0]['mig_mode'] is True and gpus[0]['utilization_gpu_pct'] is None
     assert gpus[0]['processes'] == [{'pid': 3311, 'name': 'python3', 'used_memory_mib': None, 'unit': 'mig-inference.service',
-                                     'cgroup': '/system.slice/mig-inference.service', 'unit_backend': 'systemd'}]
+                                     'cgroup': '/system.slice/mig-inference.service', 'unit_backend': 'systemd', 'cmdline': None}]
     assert gpus[0]['unexplained_memory_mib'] is None
     # a docker (cgroupfs) process on a hybrid host: not containerd.service
     assert gpus[1]['processes'][0]['unit'] is None and gpus[1]['processes'][0]['cgroup'].startswith('/docker/')
@@ -294,7 +296,7 @@ def test_nvml_auto_gives_the_smi_schema(monkeypatch, run_module, fake_smi, fake_
     assert set(gpus[0]) == GPU_KEYS
     assert (gpus[0]['memory_used_mib'], gpus[0]['unexplained_memory_mib']) == (19601, 0)
     assert gpus[0]['processes'] == [{'pid': 444, 'name': 'python3', 'used_memory_mib': 19592, 'unit': None,
-                                     'cgroup': '/process_api/1f06963cf23d61497cb6ab8840d89a14', 'unit_backend': None}]
+                                     'cgroup': '/process_api/1f06963cf23d61497cb6ab8840d89a14', 'unit_backend': None, 'cmdline': None}]
     # nvidia-smi only for the topology
     assert host.verbs() == ['topo'] and gpus[0]['topology']['cpu_affinity'] == '0-15'
 
@@ -375,6 +377,7 @@ def test_replay_matches_what_the_module_saw_on_the_h200(monkeypatch, run_module,
     # unit_backend came after the capture: no unit, so no backend, for the container's own processes
     processes = [process for gpu in facts['nvidia_gpus'] for process in gpu['processes']]
     assert [process.pop('unit_backend') for process in processes] == [None] * len(processes)
+    assert [process.pop('cmdline') for process in processes] == [None] * len(processes)  # came after it too
     strip = [{k: v for k, v in gpu.items() if k not in VOLATILE} for gpu in facts['nvidia_gpus']]
     real_strip = [{k: v for k, v in gpu.items() if k not in VOLATILE} for gpu in real['nvidia_gpus']]
     assert strip == real_strip
@@ -386,7 +389,7 @@ def test_busy_holder_is_attributed_with_its_pid_and_memory(monkeypatch, run_modu
     gpu = run_module(gpu_facts)['ansible_facts']['nvidia_gpus'][0]
     assert gpu['memory_used_mib'] == 21007
     assert gpu['processes'] == [{'pid': 850, 'name': 'python3', 'used_memory_mib': 20998, 'unit': None,
-                                 'cgroup': '/process_api/384e1f4cfa9e212b0a91b6b4686a511e', 'unit_backend': None}]
+                                 'cgroup': '/process_api/384e1f4cfa9e212b0a91b6b4686a511e', 'unit_backend': None, 'cmdline': None}]
     assert gpu['unexplained_memory_mib'] == 0
 
 
@@ -416,7 +419,7 @@ def test_a_process_in_no_unit_is_named_by_the_supervisor(monkeypatch, run_module
     Host(monkeypatch, smi, holder_cgroups(), services={850: SUPERVISED})
     gpu = run_module(gpu_facts)['ansible_facts']['nvidia_gpus'][0]
     assert gpu['processes'] == [{'pid': 850, 'name': 'python3', 'used_memory_mib': 20998, 'unit': SUPERVISED,
-                                 'cgroup': '/process_api/384e1f4cfa9e212b0a91b6b4686a511e', 'unit_backend': 'supervisor'}]
+                                 'cgroup': '/process_api/384e1f4cfa9e212b0a91b6b4686a511e', 'unit_backend': 'supervisor', 'cmdline': None}]
 
 
 def test_a_systemd_service_wins_and_a_session_scope_gives_way(monkeypatch, run_module, fake_smi):
@@ -449,3 +452,12 @@ def test_supervisor_service_reads_the_state_folder_and_proc(monkeypatch, tmp_pat
     assert _gpu_probe.supervisor_service(os.getppid()) is None
     monkeypatch.setattr(_gpu_probe, 'SUPERVISOR_STATE_DIR', str(tmp_path / 'none'))
     assert _gpu_probe.supervisor_service(pid) is None
+
+
+def test_each_process_has_its_command_line(monkeypatch, run_module, fake_smi):
+    """The command line names a holder no unit does (specdec_stoppable_processes); null where it cannot be read."""
+    smi = fake_smi('h200-1gpu-busy', apps='apps_busy.txt', query='query_gpu_nh_busy.txt')
+    cmdline = 'python3 -m sglang.launch_server --model-path /models/Qwen3.6-27B --port 30100'
+    Host(monkeypatch, smi, holder_cgroups(), cmdlines={850: cmdline})
+    gpu = run_module(gpu_facts)['ansible_facts']['nvidia_gpus'][0]
+    assert [(p['pid'], p['unit'], p['cmdline']) for p in gpu['processes']] == [(850, None, cmdline)]

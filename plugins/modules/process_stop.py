@@ -1,0 +1,205 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, specdec.bench developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: process_stop
+short_description: Stop a GPU holder that no service manager runs, recording first how to start it again
+version_added: 0.3.0
+description:
+  - For a host whose PID 1 is not systemd, where a GPU a campaign needs is held by a program started by hand (no unit,
+    no service of specdec's supervisor). The conflicts role calls it for each holder the plan matched to an entry of
+    the host variable C(specdec_stoppable_processes).
+  - First it checks that O(pid) still runs a command line that O(match) finds (a pid reused by another program is
+    never signalled). Then, before any signal, it records the process in O(record), the campaign's conflicts record,
+    under C(processes.<name>) - argv, the program's absolute path, working directory, environment, pid, start ticks
+    and process group. The record is written atomically with mode 0600, since the environment may hold secrets; the
+    environment is never returned.
+  - Then SIGTERM to the process, and to its process group when it leads one; SIGKILL after O(timeout) seconds; it
+    returns once neither the process nor its group is left.
+  - A record of an interrupted run that already names O(name) keeps its first entry, like the units the role records.
+  - The role's restore starts the recorded program again as the supervisor service C(specdec-restored-<name>.service)
+    (M(specdec.bench.service)).
+author:
+  - specdec.bench developers (!UNKNOWN)
+options:
+  name:
+    description: The entry's name in C(specdec_stoppable_processes), C([a-z0-9][a-z0-9._-]*).
+    type: str
+    required: true
+  pid:
+    description: The process to stop (the GPU holder's pid in the plan).
+    type: int
+    required: true
+  match:
+    description: The Python regular expression the process's command line (its words joined by spaces) must contain.
+    type: str
+    required: true
+  record:
+    description: The campaign's conflicts record, C(<conflicts_record_dir>/<campaign>.json); created when missing.
+    type: path
+    required: true
+  campaign:
+    description: The campaign id, written to a record this module creates.
+    type: str
+    default: ""
+  timeout:
+    description: Seconds between SIGTERM and SIGKILL.
+    type: int
+    default: 30
+attributes:
+  check_mode:
+    description: Can run in C(check_mode) and return changed status prediction without modifying target.
+    support: full
+    details:
+      - Reads the process and reports what it would record and stop; writes and signals nothing.
+  diff_mode:
+    description: Returns details on what has changed (or possibly needs changing in C(check_mode)), when in diff mode.
+    support: none
+notes:
+  - Requires Python 3.9 or later on the host; standard library only. Reading another user's process needs root.
+seealso:
+  - module: specdec.bench.service
+"""
+
+EXAMPLES = r"""
+- name: Stop the hand-started server holding GPU 0
+  specdec.bench.process_stop:
+    name: hand-wrapper
+    pid: 4242
+    match: 'sglang.launch_server.*--port 30100'
+    record: /var/lib/specdec/conflicts/qwen36-a100box.json
+    campaign: qwen36-a100box
+"""
+
+RETURN = r"""
+state:
+  description: V(stopped) (it ran and was stopped, or would be in check mode) or V(gone) (no process O(pid) was left).
+  returned: always
+  type: str
+  sample: stopped
+how:
+  description: V(terminated) (it ended after SIGTERM) or V(killed) (SIGKILL after O(timeout)); null when nothing was signalled.
+  returned: always
+  type: str
+  sample: terminated
+recorded:
+  description: Whether this call wrote the entry; false when an interrupted run's record already had O(name).
+  returned: always
+  type: bool
+  sample: true
+process:
+  description: What was recorded, without the environment's values.
+  returned: when RV(state=stopped)
+  type: dict
+  contains:
+    name:
+      description: O(name).
+      type: str
+    pid:
+      description: The process's pid.
+      type: int
+    start_ticks:
+      description: Its start time in clock ticks since boot (field 22 of C(/proc/<pid>/stat)).
+      type: int
+    argv:
+      description: Its command line, word for word.
+      type: list
+      elements: str
+    program:
+      description: C(argv[0]) as an absolute path (found on the process's own C(PATH)).
+      type: str
+    cwd:
+      description: Its working directory.
+      type: str
+    leads_group:
+      description: Whether it leads its process group (then the whole group is signalled).
+      type: bool
+    env_names:
+      description: The names of its environment variables, sorted; the values are only in the record.
+      type: list
+      elements: str
+  sample:
+    name: hand-wrapper
+    pid: 4242
+    start_ticks: 912345
+    argv: [python3, -m, sglang.launch_server, --model-path, /data/models/Qwen3.6-27B, --port, "30100", --tp-size, "1"]
+    program: /usr/bin/python3
+    cwd: /root
+    leads_group: true
+    env_names: [CUDA_VISIBLE_DEVICES, HOME, PATH]
+"""
+
+import re
+import time
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.specdec.bench.plugins.module_utils import _process as process
+
+
+def summary(name, entry):
+    """The record entry as returned: everything but the environment's values."""
+    keys = ('pid', 'start_ticks', 'argv', 'program', 'cwd', 'leads_group')
+    return dict(dict((key, entry.get(key)) for key in keys), name=name, env_names=sorted(entry.get('env') or {}))
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            name=dict(type='str', required=True),
+            pid=dict(type='int', required=True),
+            match=dict(type='str', required=True),
+            record=dict(type='path', required=True),
+            campaign=dict(type='str', default=''),
+            timeout=dict(type='int', default=30),
+        ),
+        supports_check_mode=True,
+    )
+    p = module.params
+    name, pid = p['name'], p['pid']
+    if not process.valid_name(name):
+        module.fail_json(msg='name is %r; allowed: an id matching %s' % (name, process.NAME_PATTERN))
+    try:
+        pattern = re.compile(p['match'])
+    except re.error as exc:
+        module.fail_json(msg='match is %r: %s; allowed: a Python regular expression' % (p['match'], exc))
+    if pid <= 1:
+        module.fail_json(msg='pid is %d; allowed: a process other than PID 1' % pid)
+
+    result = dict(changed=False, state='gone', how=None, recorded=False)
+    cmdline = process.read_cmdline(pid)
+    if process.start_ticks(pid) is None or cmdline is None:
+        module.exit_json(**result)
+    if not pattern.search(cmdline):
+        module.fail_json(msg='process %d now runs %r, which %r does not match: nothing was signalled' % (pid, cmdline, p['match']),
+                         **result)
+    try:
+        record = process.read_record(p['record'])
+        entry = process.snapshot(pid)
+    except ValueError as exc:
+        module.fail_json(msg='%s: nothing was signalled' % exc, **result)
+    entries = record.get('processes') if isinstance(record.get('processes'), dict) else {}
+    result.update(changed=True, state='stopped')
+    if name not in entries:
+        entry.update(name=name, match=p['match'], stopped=time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime()))
+        record = dict(record, processes=dict(entries, **{name: entry}))
+        record.setdefault('campaign', p['campaign'])
+        result['recorded'] = True
+    result['process'] = summary(name, entry)
+    if module.check_mode:
+        module.exit_json(**result)
+    try:
+        if result['recorded']:
+            process.write_record(p['record'], record)  # before any signal: what is not recorded is not stopped
+        result['how'] = process.stop(entry, p['timeout'])
+    except (OSError, RuntimeError) as exc:
+        module.fail_json(msg='%s (pid %d): %s' % (name, pid, exc), **result)
+    module.exit_json(**result)
+
+
+if __name__ == '__main__':
+    main()
