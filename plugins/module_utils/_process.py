@@ -84,7 +84,11 @@ def parse_environ(data):
     return values
 
 
-def resolve_program(word, cwd, environ, exe=None, isfile=os.path.isfile):
+def _executable(path):
+    return os.path.isfile(path) and os.access(path, os.X_OK)
+
+
+def resolve_program(word, cwd, environ, exe=None, executable=_executable):
     """argv[0] as an absolute path, found as the shell found it: relative to cwd when it has a '/', else on the
     process's own PATH; the kernel's /proc/<pid>/exe last (it resolves symlinks, so a venv's python would lose its
     venv). None when none is found."""
@@ -94,7 +98,7 @@ def resolve_program(word, cwd, environ, exe=None, isfile=os.path.isfile):
         return os.path.normpath(os.path.join(cwd, word))
     for folder in (environ.get('PATH') or DEFAULT_PATH).split(':'):
         candidate = os.path.join(folder if folder.startswith('/') else os.path.join(cwd, folder), word)
-        if isfile(candidate) and os.access(candidate, os.X_OK):
+        if executable(candidate):
             return os.path.normpath(candidate)
     return exe
 

@@ -1,0 +1,165 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, specdec.bench developers
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""process_stop against real processes started by the test: recorded first, SIGTERM, gone; SIGKILL after the timeout.
+
+Every wait has a deadline; nothing is timed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import stat
+import subprocess
+import sys
+import time
+
+import pytest
+
+from ansible_collections.specdec.bench.plugins.module_utils import _process as process
+from ansible_collections.specdec.bench.plugins.modules import process_stop
+
+DEADLINE_S = 15.0
+SECRET = 'hf_do_not_print_me'
+
+
+def wait_until(predicate, what, timeout=DEADLINE_S):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.02)
+    raise AssertionError('timed out waiting for ' + what)
+
+
+@pytest.fixture(name='holder')
+def hand_started(tmp_path):
+    """A program started by hand, in a session of its own (as setsid starts it), with a child in its group; it writes
+    'ready' once its handlers are set. ignore_term: it survives SIGTERM."""
+    started = []
+
+    def start(ignore_term=False, port='30100'):
+        ready = tmp_path / ('ready-%d' % len(started))
+        script = tmp_path / 'wrapper.py'
+        script.write_text(
+            'import os, signal, subprocess, sys, time\n'
+            'if sys.argv[1] == "ignore": signal.signal(signal.SIGTERM, signal.SIG_IGN)\n'
+            'child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])\n'
+            'open(sys.argv[2], "w").write(str(child.pid))\n'
+            'time.sleep(600)\n')
+        env = dict(os.environ, CUDA_VISIBLE_DEVICES='GPU-a100-0', HF_TOKEN=SECRET)
+        proc = subprocess.Popen([sys.executable, str(script), 'ignore' if ignore_term else 'plain', str(ready),  # pylint: disable=consider-using-with
+                                 '--port', port], env=env, cwd=str(tmp_path), start_new_session=True)
+        started.append(proc)
+        child = int(wait_until(lambda: ready.exists() and ready.read_text(), 'the wrapper to start its child'))
+        return proc, child
+    yield start
+    for proc in started:  # never leave a process behind
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        proc.wait(timeout=DEADLINE_S)
+
+
+def call(run_module, tmp_path, pid, **extra):
+    args = dict(name='hand-wrapper', pid=pid, match=r'wrapper\.py .*--port 30100',
+                record=str(tmp_path / 'conflicts' / 'qwen36.json'), campaign='qwen36', timeout=10)
+    args.update(extra)
+    return run_module(process_stop, args)
+
+
+def record(tmp_path):
+    with open(tmp_path / 'conflicts' / 'qwen36.json', encoding='utf-8') as handle:
+        return json.load(handle)
+
+
+def test_records_then_terminates_the_process_and_its_group(run_module, tmp_path, holder):
+    proc, child = holder()
+    ticks = process.start_ticks(proc.pid)
+    result = call(run_module, tmp_path, proc.pid)
+    assert (result['changed'], result['state'], result['how'], result['recorded']) == (True, 'stopped', 'terminated', True)
+    assert process.start_ticks(proc.pid) is None and process.start_ticks(child) is None  # group and child gone
+    assert proc.wait(timeout=DEADLINE_S) == -signal.SIGTERM
+    entry = record(tmp_path)['processes']['hand-wrapper']
+    assert entry['argv'] == [sys.executable, str(tmp_path / 'wrapper.py'), 'plain', str(tmp_path / 'ready-0'),
+                             '--port', '30100']
+    assert (entry['pid'], entry['start_ticks'], entry['leads_group'], entry['cwd']) == (proc.pid, ticks, True, str(tmp_path))
+    assert entry['program'] == sys.executable and entry['match'] == r'wrapper\.py .*--port 30100'
+    assert entry['env']['HF_TOKEN'] == SECRET and entry['env']['CUDA_VISIBLE_DEVICES'] == 'GPU-a100-0'
+    assert record(tmp_path)['campaign'] == 'qwen36'
+    assert stat.S_IMODE(os.stat(tmp_path / 'conflicts' / 'qwen36.json').st_mode) == 0o600
+    # the environment's values stay in the record
+    assert SECRET not in json.dumps(result)
+    assert 'HF_TOKEN' in result['process']['env_names'] and 'env' not in result['process']
+    assert result['process']['argv'] == entry['argv']
+
+
+def test_a_process_that_ignores_sigterm_is_killed_after_the_timeout(run_module, tmp_path, holder):
+    proc, child = holder(ignore_term=True)
+    started = time.monotonic()
+    result = call(run_module, tmp_path, proc.pid, timeout=1)
+    assert time.monotonic() - started >= 1
+    assert (result['state'], result['how']) == ('stopped', 'killed')
+    assert proc.wait(timeout=DEADLINE_S) == -signal.SIGKILL
+    assert process.start_ticks(child) is None
+    assert record(tmp_path)['processes']['hand-wrapper']['pid'] == proc.pid
+
+
+def test_check_mode_records_and_signals_nothing(run_module, tmp_path, holder):
+    proc, _child = holder()
+    result = call(run_module, tmp_path, proc.pid, _ansible_check_mode=True)
+    assert (result['changed'], result['state'], result['how'], result['recorded']) == (True, 'stopped', None, True)
+    assert proc.poll() is None
+    assert not (tmp_path / 'conflicts').exists()
+
+
+def test_a_process_whose_command_line_does_not_match_is_not_touched(run_module, tmp_path, holder):
+    proc, _child = holder(port='30000')
+    result = call(run_module, tmp_path, proc.pid)
+    assert result['failed'] and 'does not match: nothing was signalled' in result['msg']
+    assert proc.poll() is None and not (tmp_path / 'conflicts').exists()
+
+
+def test_a_gone_process_is_no_change(run_module, tmp_path, holder):
+    proc, _child = holder()
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=DEADLINE_S)
+    result = call(run_module, tmp_path, proc.pid)
+    assert (result['changed'], result['state'], result['how']) == (False, 'gone', None)
+    assert not (tmp_path / 'conflicts').exists()
+
+
+def test_an_interrupted_runs_record_keeps_its_first_entry_and_other_keys(run_module, tmp_path, holder):
+    path = tmp_path / 'conflicts' / 'qwen36.json'
+    path.parent.mkdir()
+    first = {'pid': 1234, 'start_ticks': 1, 'argv': ['/usr/bin/python3', 'first'], 'program': '/usr/bin/python3',
+             'cwd': '/', 'env': {}, 'leads_group': True, 'pgid': 1234, 'name': 'hand-wrapper'}
+    path.write_text(json.dumps({'campaign': 'qwen36', 'units': {'a.service': {}}, 'servers': ['s.service'],
+                                'processes': {'hand-wrapper': first}}))
+    proc, _child = holder()
+    result = call(run_module, tmp_path, proc.pid)
+    assert (result['state'], result['recorded'], result['how']) == ('stopped', False, 'terminated')
+    assert record(tmp_path) == {'campaign': 'qwen36', 'units': {'a.service': {}}, 'servers': ['s.service'],
+                                'processes': {'hand-wrapper': first}}
+
+
+def test_a_second_process_joins_the_record(run_module, tmp_path, holder):
+    first, _ = holder()
+    second, _ = holder(port='30101')
+    call(run_module, tmp_path, first.pid)
+    call(run_module, tmp_path, second.pid, name='other', match='--port 30101')
+    assert sorted(record(tmp_path)['processes']) == ['hand-wrapper', 'other']
+
+
+@pytest.mark.parametrize('args, message', [
+    ({'name': 'Hand Wrapper'}, "name is 'Hand Wrapper'; allowed: an id"),
+    ({'match': 'wrapper(('}, 'allowed: a Python regular expression'),
+    ({'pid': 1}, 'pid is 1; allowed: a process other than PID 1'),
+])
+def test_bad_arguments_are_refused(run_module, tmp_path, args, message):
+    result = call(run_module, tmp_path, **dict({'pid': os.getpid()}, **args))
+    assert result['failed'] and message in result['msg']
