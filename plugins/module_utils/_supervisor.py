@@ -51,6 +51,21 @@ def now():
     return time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())
 with open(path('service.json')) as handle:
     service = json.load(handle)
+def unquote(value):
+    # as systemd reads an EnvironmentFile value: quotes removed, backslash escapes undone inside double quotes
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in '"' + "'":
+        quote, value = value[0], value[1:-1]
+        if quote == '"':
+            out, i = [], 0
+            while i < len(value):
+                if value[i] == '\\' and i + 1 < len(value):
+                    out.append(value[i + 1])
+                    i += 2
+                else:
+                    out.append(value[i])
+                    i += 1
+            value = ''.join(out)
+    return value
 env = {}
 for env_file in service.get('env_files') or []:
     optional = env_file.startswith('-')
@@ -60,7 +75,7 @@ for env_file in service.get('env_files') or []:
                 line = line.strip()
                 if line and not line.startswith('#') and '=' in line:
                     name, value = line.split('=', 1)
-                    env[name.strip()] = value.strip().strip('"')
+                    env[name.strip()] = unquote(value.strip())
     except OSError:
         if not optional:
             raise

@@ -153,3 +153,18 @@ def test_a_killed_supervisor_is_seen_as_failed_not_running(svc, tmp_path):
     supervisor.signal_group(run, signal.SIGKILL)
     status = wait_until(lambda: svc()['service']['state'] != 'running' and svc()['service'], 'the end')
     assert status['state'] == 'failed' and 'recorded no exit' in status['error']
+
+
+def test_an_env_file_in_systemds_quoting_reaches_the_program_exactly(svc, tmp_path):
+    """sglang_unit writes its secrets file for EnvironmentFile= (double quotes, backslash escapes); the supervisor
+    reads it as systemd does."""
+    secret = 'a"b\\c$d`e f'
+    quoted = secret.replace('\\', '\\\\').replace('"', '\\"').replace('$', '\\$').replace('`', '\\`')
+    (tmp_path / 'secrets.env').write_text('TOKEN="%s"\nPLAIN=x=y\n' % quoted)
+    out = tmp_path / 'seen.json'
+    definition = {'argv': [sys.executable, '-c', 'import json, os, sys; json.dump([os.environ["TOKEN"], os.environ["PLAIN"]], '
+                                                 'open(sys.argv[1], "w"))', str(out)],
+                  'env_files': [str(tmp_path / 'secrets.env')]}
+    svc('started', definition)
+    wait_until(lambda: svc()['service']['state'] == 'exited', 'the program to end')
+    assert json.loads(out.read_text()) == [secret, 'x=y']
