@@ -148,8 +148,8 @@ def test_an_interrupted_runs_record_keeps_its_first_entry_and_other_keys(run_mod
 
 
 def test_a_second_process_joins_the_record(run_module, tmp_path, holder):
-    first, _ = holder()
-    second, _ = holder(port='30101')
+    first, _first_child = holder()
+    second, _second_child = holder(port='30101')
     call(run_module, tmp_path, first.pid)
     call(run_module, tmp_path, second.pid, name='other', match='--port 30101')
     assert sorted(record(tmp_path)['processes']) == ['hand-wrapper', 'other']
