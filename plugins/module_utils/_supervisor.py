@@ -321,7 +321,9 @@ def signal_group(run, number, proc_root='/proc'):
     nothing was there."""
     sent = False
     targets = [lambda: os.killpg(run['pgid'], number)]
-    if alive(run, proc_root):  # a pid reused by another process must not be signalled
+    # the main pid leads its group, so killpg reached it; a second signal would hit it while it handles the first
+    # (a SIGTERM handler that is cleaning up). Only a main pid outside the group gets its own, while it is that process.
+    if run.get('pgid') != run.get('pid') and alive(run, proc_root):
         targets.append(lambda: os.kill(run['pid'], number))
     for target in targets:
         try:
