@@ -35,7 +35,7 @@ def restored_service():
     # stop it as the supervisor would (SIGTERM to its group), wait for the recorded exit, remove its folder
     run = read_json(f"{FOLDER}/run.json") if BOX.file(f"{FOLDER}/run.json").exists else {}
     if run.get("pgid"):
-        BOX.run(f"kill -TERM -- -{run['pgid']}")
+        BOX.check_output(f"python3 -c 'import os, signal; os.killpg({int(run['pgid'])}, signal.SIGTERM)'")
         simhost.wait_for(lambda: BOX.file(f"{FOLDER}/exit.json").exists, "the restored wrapper to end", timeout=30)
     BOX.run(f"rm -rf {FOLDER}")
 
@@ -61,8 +61,8 @@ def test_the_wrapper_runs_again_under_its_new_name_holding_gpu0(restored):
 
 
 def test_the_hand_started_process_is_gone_and_the_record_with_it(restored):
-    # the original pid is not the restored one, and nothing else matches the command line outside the supervisor
-    pids = BOX.check_output("pgrep -f 'sglang.launch_server.*--port 30100' || true").split()
+    # only the restored one matches the command line ([s]: not the shell that runs pgrep)
+    pids = BOX.check_output("pgrep -f '[s]glang.launch_server.*--port 30100' || true").split()
     assert [int(pid) for pid in pids] == [restored["pid"]]
     assert not BOX.file("/var/lib/specdec/conflicts/hand-holder.json").exists
     assert not BOX.file("/var/lib/specdec/campaign.lock").exists
