@@ -31,8 +31,8 @@ def a100_spec():
 
 def facts_with(holder, gpu=0):
     facts = a100_facts()
-    facts['nvidia_gpus'][gpu]['processes'] = [dict({'pid': 4242, 'name': 'python3', 'used_memory_mib': 20000,
-                                                     'unit': None, 'cmdline': WRAPPER_CMDLINE}, **holder)]
+    process = {'pid': 4242, 'name': 'python3', 'used_memory_mib': 20000, 'unit': None, 'cmdline': WRAPPER_CMDLINE}
+    facts['nvidia_gpus'][gpu]['processes'] = [dict(process, **holder)]
     return facts
 
 
