@@ -19,16 +19,11 @@ import sys
 import time
 
 from ansible_collections.specdec.bench.plugins.module_utils import _supervisor as supervisor
-from ansible_collections.specdec.bench.plugins.module_utils._systemd import SYSTEMD_RUN_DIR, parse_show
+from ansible_collections.specdec.bench.plugins.module_utils._systemd import parse_show
 
 BACKENDS = ('systemd', 'supervisor')
 SYSTEMD_PROPERTIES = 'Id,LoadState,ActiveState,SubState,MainPID,Result,ExecMainStatus,ExecMainCode,ActiveEnterTimestamp,InactiveEnterTimestamp'
 DEFINITION_KEYS = ('argv', 'env', 'env_files', 'cwd', 'description', 'timeout_stop_sec')
-
-
-def detect_backend():
-    """systemd exactly when it is the running init system (sd_booted()), else the supervisor."""
-    return 'systemd' if os.path.isdir(SYSTEMD_RUN_DIR) else 'supervisor'
 
 
 def folder(state_dir, name):

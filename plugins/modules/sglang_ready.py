@@ -36,15 +36,6 @@ options:
       - The service running the server. Its state is checked while waiting and its output is returned on failure.
       - When unset only the HTTP endpoint is watched.
     type: str
-  backend:
-    description: How O(unit) runs; see P(specdec.bench.service#module).
-    type: str
-    default: systemd
-    choices: [systemd, supervisor]
-  state_dir:
-    description: The supervisor's state folder (O(backend=supervisor)).
-    type: path
-    default: /var/lib/specdec/services
   timeout:
     description: Seconds to wait for the server to become ready, counted from the start of the module.
     type: float
@@ -65,6 +56,8 @@ options:
     description: How many of the service's last lines of output a failure returns.
     type: int
     default: 50
+extends_documentation_fragment:
+  - specdec.bench.service_backend
 attributes:
   check_mode:
     description: Can run in C(check_mode) and return changed status prediction without modifying target.

@@ -31,15 +31,6 @@ options:
     description: The stage's service (a systemd unit name on both backends).
     type: str
     required: true
-  backend:
-    description: How the service runs; see P(specdec.bench.service#module).
-    type: str
-    default: systemd
-    choices: [systemd, supervisor]
-  state_dir:
-    description: The supervisor's state folder (O(backend=supervisor)).
-    type: path
-    default: /var/lib/specdec/services
   stop_timeout:
     description: Seconds between SIGTERM and SIGKILL when the supervisor stops the server.
     type: int
@@ -97,6 +88,8 @@ options:
     description: Mode of the files written.
     type: str
     default: "0640"
+extends_documentation_fragment:
+  - specdec.bench.service_backend
 attributes:
   check_mode:
     description: Can run in C(check_mode) and return changed status prediction without modifying target.
