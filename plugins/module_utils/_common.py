@@ -1,0 +1,108 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, specdec.bench developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The collection's shared contracts, each named here once (community.docker's module_utils/_common*.py style).
+
+Private to the specdec.bench collection; standard library only, so modules can ship it to a bare Python 3.9 host.
+- ID_PATTERN: campaign, stage, TP, run and process names (they become folder and unit names).
+- RESULTS_LAYOUT: the file names of a campaign's results folder; bench_stage writes them, collect and report read them.
+- atomic_write: write-and-rename, so a reader sees the old or the new content and never a part.
+- finite: a number as float, or None for what strict JSON cannot hold.
+- file_sha256: a file's sha256, read in blocks.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+import re
+import tempfile
+
+# A campaign, stage, TP entry, training run or process name: it names folders and systemd units, so no "/", no
+# spaces, no shell characters, no leading dot or dash.
+ID_PATTERN = '[a-z0-9][a-z0-9._-]*'
+ID_RE = re.compile(ID_PATTERN + r'\Z')
+ID_MAX_LEN = 64
+
+# <results root>/<campaign>/ holds RESULTS_LAYOUT['campaign'] and one folder per stage id with the other files.
+# {concurrency} is filled per harness run (Python str.format).
+RESULTS_LAYOUT = {
+    # in <root>/<campaign>/
+    'campaign': 'campaign.json',
+    # in <root>/<campaign>/<stage id>/
+    'status': 'status.json',
+    'result': 'result-c{concurrency}.json',
+    'raw': 'raw-c{concurrency}.jsonl',
+    'server_info': 'server_info.json',
+    'gpus': 'gpus.json',
+    'unit': 'unit.service',
+    # where PID 1 is not systemd: the supervisor's definition of the server, as it ran
+    'service': 'service.json',
+    'journal': 'journal.txt',
+}
+
+CHUNK = 1 << 20
+
+
+def is_id(value, max_len=ID_MAX_LEN):
+    """True for a str that matches ID_PATTERN and is at most max_len characters long."""
+    return isinstance(value, str) and len(value) <= max_len and ID_RE.match(value) is not None
+
+
+def results_file(name, **fields):
+    """The file name RESULTS_LAYOUT gives `name`, with its fields (concurrency=...) filled in."""
+    return RESULTS_LAYOUT[name].format(**fields)
+
+
+def atomic_write(path, data, mode=0o644, fsync=False, unchanged_ok=False):
+    """Write `data` (str or bytes) to `path` through a temporary file in the same folder and a rename.
+
+    Returns False without writing when unchanged_ok is set and the file already holds exactly `data`, else True.
+    The folder must exist. A failure leaves the old file as it was and no temporary file behind.
+    """
+    if isinstance(data, str):
+        data = data.encode('utf-8')
+    if unchanged_ok:
+        try:
+            with open(path, 'rb') as handle:
+                if handle.read(len(data) + 1) == data:
+                    return False
+        except (FileNotFoundError, NotADirectoryError):
+            pass
+    directory = os.path.dirname(path) or '.'
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix='.%s.' % os.path.basename(path), suffix='.tmp')
+    try:
+        with os.fdopen(fd, 'wb') as handle:
+            handle.write(data)
+            if fsync:
+                handle.flush()
+                os.fsync(handle.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.lexists(tmp):
+            os.unlink(tmp)
+        raise
+    return True
+
+
+def finite(value):
+    """A number as float, or None for None, booleans, non-numbers, NaN and infinities (which strict JSON cannot hold)."""
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        value = float(value)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return value if math.isfinite(value) else None
+
+
+def file_sha256(path, chunk=CHUNK):
+    """The hex sha256 of the file at `path`, read `chunk` bytes at a time."""
+    digest = hashlib.sha256()
+    with open(path, 'rb') as handle:
+        for block in iter(lambda: handle.read(chunk), b''):
+            digest.update(block)
+    return digest.hexdigest()

@@ -1,0 +1,59 @@
+"""The shared contracts of module_utils/_common.py."""
+import hashlib
+import math
+import os
+
+import pytest
+
+from ansible_collections.specdec.bench.plugins.module_utils import _common
+
+
+@pytest.mark.parametrize('value', ['ct200', 'a-b.c_d', '0', 'x' * 64])
+def test_ids_accepted(value):
+    assert _common.is_id(value)
+
+
+@pytest.mark.parametrize('value', ['', 'A', '-x', '.x', 'a/b', 'a b', 'a;b', 'x' * 65, None, 3, 'a\n'])
+def test_ids_refused(value):
+    assert not _common.is_id(value)
+
+
+def test_results_file_fills_concurrency():
+    assert _common.results_file('result', concurrency=4) == 'result-c4.json'
+    assert _common.results_file('raw', concurrency=16) == 'raw-c16.jsonl'
+    assert _common.results_file('status') == 'status.json'
+
+
+@pytest.mark.parametrize('value, expected', [(1, 1.0), ('2.5', 2.5), (None, None), (True, None), ('x', None),
+                                             (math.nan, None), (math.inf, None), ('-inf', None), (10 ** 400, None)])
+def test_finite(value, expected):
+    assert _common.finite(value) == expected
+
+
+def test_atomic_write_replaces_and_reports_unchanged(tmp_path):
+    path = str(tmp_path / 'a.json')
+    assert _common.atomic_write(path, 'one', unchanged_ok=True)
+    assert _common.atomic_write(path, 'one', unchanged_ok=True) is False
+    assert _common.atomic_write(path, b'two', mode=0o600, fsync=True)
+    assert open(path).read() == 'two'
+    assert os.stat(path).st_mode & 0o777 == 0o600
+    assert os.listdir(tmp_path) == ['a.json']
+
+
+def test_atomic_write_failure_keeps_old_file(tmp_path, monkeypatch):
+    path = str(tmp_path / 'a.json')
+    _common.atomic_write(path, 'old')
+
+    def boom(*args):
+        raise OSError('disk full')
+    monkeypatch.setattr(os, 'replace', boom)
+    with pytest.raises(OSError):
+        _common.atomic_write(path, 'new')
+    assert open(path).read() == 'old'
+    assert os.listdir(tmp_path) == ['a.json']
+
+
+def test_file_sha256(tmp_path):
+    data = os.urandom(3 * 1024 + 7)
+    (tmp_path / 'f').write_bytes(data)
+    assert _common.file_sha256(str(tmp_path / 'f'), chunk=1024) == hashlib.sha256(data).hexdigest()
