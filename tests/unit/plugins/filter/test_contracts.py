@@ -1,0 +1,31 @@
+"""The filters and the test that hand module_utils/_common.py's contracts to roles."""
+import pytest
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.specdec.bench.plugins.filter.contracts import id_pattern, results_layout
+from ansible_collections.specdec.bench.plugins.module_utils._common import ID_PATTERN, RESULTS_LAYOUT
+from ansible_collections.specdec.bench.plugins.test.id import id_test
+
+
+def test_whole_layout_is_a_copy():
+    layout = results_layout(None)
+    assert layout == RESULTS_LAYOUT
+    layout['status'] = 'x'
+    assert RESULTS_LAYOUT['status'] == 'status.json'
+
+
+def test_one_key_and_fields():
+    assert results_layout('status') == 'status.json'
+    assert results_layout('result', concurrency=8) == 'result-c8.json'
+    assert results_layout(['gpus', 'unit']) == {'gpus': 'gpus.json', 'unit': 'unit.service'}
+
+
+@pytest.mark.parametrize('keys', ['nope', ['status', 'nope'], 3])
+def test_unknown_keys_are_named(keys):
+    with pytest.raises(AnsibleFilterError, match='results_layout'):
+        results_layout(keys)
+
+
+def test_id_test_and_pattern():
+    assert id_test('tp1-dflash-n16') and not id_test('TP1') and not id_test('a' * 65) and id_test('a' * 65, 70)
+    assert id_pattern('') == ID_PATTERN
