@@ -1,0 +1,132 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, specdec.bench developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: stage_attempt
+short_description: Move the files of a stage's earlier attempt to attempt-<n>/, so a rerun never overwrites them
+version_added: 0.4.0
+description:
+  - Before a stage runs again, the plain files of its results folder (C(status.json), C(result-c*.json), ...; not hidden
+    files, not folders) move to the first free C(attempt-<n>/) in that folder (mode 0750), made for them.
+  - A folder with no such files is left as it is and reported unchanged; so is a folder that does not exist.
+  - Refuses to move into an C(attempt-<n>/) that already exists, so no earlier attempt is ever overwritten.
+author:
+  - specdec.bench developers (!UNKNOWN)
+options:
+  dir:
+    description: The stage's results folder, C(<root>/<campaign>/<stage id>/).
+    type: path
+    required: true
+  mode:
+    description: Mode of a new C(attempt-<n>/) folder.
+    type: raw
+    default: '0750'
+extends_documentation_fragment:
+  - specdec.bench.attributes
+attributes:
+  check_mode:
+    support: full
+    details:
+      - Returns the folder the files would move to, and moves nothing.
+  diff_mode:
+    support: none
+"""
+
+EXAMPLES = r"""
+- name: Keep the files of an earlier attempt
+  specdec.bench.stage_attempt:
+    dir: /root/bench_results/qwen36-ct200/tp1-dflash-n16
+  register: attempt
+
+- name: Say where they went
+  ansible.builtin.debug:
+    msg: "earlier files in {{ attempt.attempt }}"
+  when: attempt.attempt is not none
+"""
+
+RETURN = r"""
+attempt:
+  description: The folder the files moved to (or would move to in check mode); null when there was nothing to keep.
+  returned: always
+  type: str
+  sample: /root/bench_results/qwen36-ct200/tp1-dflash-n16/attempt-2
+files:
+  description: The names of the files moved, sorted.
+  returned: always
+  type: list
+  elements: str
+  sample: [gpus.json, journal.txt, result-c1.json, status.json]
+"""
+
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+
+PREFIX = 'attempt-'
+
+
+def attempt_files(names, is_file):
+    """The names of an attempt's files among a folder's entries: plain files, not hidden ones, sorted."""
+    return sorted(name for name in names if not name.startswith('.') and is_file(name))
+
+
+def next_attempt(names):
+    """attempt-<n> with the smallest n >= 1 not among names (as the shell loop did: the first free number)."""
+    taken = set(names)
+    number = 1
+    while PREFIX + str(number) in taken:
+        number += 1
+    return PREFIX + str(number)
+
+
+def rotate(directory, mode, check_mode=False):
+    """Move the attempt's files into the next attempt-<n>/; (attempt folder or None, files moved)."""
+    try:
+        names = os.listdir(directory)
+    except FileNotFoundError:
+        return None, []
+    files = attempt_files(names, lambda name: os.path.isfile(os.path.join(directory, name))
+                          and not os.path.islink(os.path.join(directory, name)))
+    if not files:
+        return None, []
+    target = os.path.join(directory, next_attempt(names))
+    if check_mode:
+        return target, files
+    # mkdir fails on an existing path: an attempt folder made since listdir is never written into.
+    os.mkdir(target, mode)
+    os.chmod(target, mode)
+    for name in files:
+        destination = os.path.join(target, name)
+        if os.path.lexists(destination):
+            raise FileExistsError('%s exists' % destination)
+        os.rename(os.path.join(directory, name), destination)
+    return target, files
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            dir=dict(type='path', required=True),
+            mode=dict(type='raw', default='0750'),
+        ),
+        supports_check_mode=True,
+    )
+    mode = module.params['mode']
+    try:
+        mode = int(mode, 8) if isinstance(mode, str) else int(mode)
+    except ValueError:
+        module.fail_json(msg='mode must be an octal mode such as 0750, got %r' % (module.params['mode'],))
+    try:
+        target, files = rotate(module.params['dir'], mode, module.check_mode)
+    except OSError as exc:
+        module.fail_json(msg='could not keep the earlier attempt of %s: %s' % (module.params['dir'], exc))
+    module.exit_json(changed=target is not None, attempt=target, files=files)
+
+
+if __name__ == '__main__':
+    main()
