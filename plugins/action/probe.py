@@ -11,35 +11,12 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
+from ansible_collections.specdec.bench.plugins.module_utils._common import atomic_write
 from ansible_collections.specdec.bench.plugins.plugin_utils.probe_summary import probe_summary, probe_summary_lines
-
-
-def write_if_changed(path, text):
-    """Write text to path atomically (temp file + rename); False when it already held exactly that."""
-    try:
-        with open(path, encoding='utf-8') as handle:
-            if handle.read() == text:
-                return False
-    except FileNotFoundError:
-        pass
-    directory = os.path.dirname(path)
-    os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix='.probe-', suffix='.json')
-    try:
-        with os.fdopen(fd, 'w', encoding='utf-8') as handle:
-            handle.write(text)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    return True
 
 
 class ActionModule(ActionBase):
@@ -62,7 +39,8 @@ class ActionModule(ActionBase):
             # The summary is this run's report on the controller, written in check mode too; the host is not changed.
             path = os.path.join(os.path.expanduser(summary_dir), '%s.json' % host)
             try:
-                write_if_changed(path, json.dumps(summary, indent=2, sort_keys=True) + '\n')
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                atomic_write(path, json.dumps(summary, indent=2, sort_keys=True) + '\n', unchanged_ok=True)
             except OSError as exc:
                 raise AnsibleActionFail('cannot save the probe summary to %s: %s' % (path, exc)) from exc
             result['summary_path'] = path

@@ -11,16 +11,15 @@ from __future__ import annotations
 
 import datetime
 import os
-import re
 
 from ansible.errors import AnsibleActionFail
 from ansible.module_utils.common.text.converters import to_text
 from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.plugins.action import ActionBase
 
+from ansible_collections.specdec.bench.plugins.module_utils._common import ID_PATTERN, ID_RE
 from ansible_collections.specdec.bench.plugins.plugin_utils.collect import CollectError, unpack
 
-ID_PATTERN = r'^[a-z0-9][a-z0-9._-]*$'
 ARGS = ('archive', 'manifest', 'dest', 'host', 'campaign', 'remove_archive')
 
 
@@ -33,7 +32,7 @@ class ActionModule(ActionBase):
         result = super().run(tmp, task_vars)
         args = self._task.args
         campaign = args.get('campaign')
-        if not isinstance(campaign, str) or not re.match(ID_PATTERN, campaign):
+        if not isinstance(campaign, str) or not ID_RE.match(campaign):
             raise AnsibleActionFail('campaign is %r; allowed: an id matching %s' % (campaign, ID_PATTERN))
         host = args.get('host') or task_vars.get('inventory_hostname')
         if not host or '/' in host or host in ('.', '..'):

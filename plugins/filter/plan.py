@@ -20,7 +20,7 @@ import unicodedata
 from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.specdec.bench.plugins.module_utils._process import NAME_PATTERN as PROCESS_NAME_PATTERN
+from ansible_collections.specdec.bench.plugins.module_utils._common import ID_PATTERN, ID_RE as _ID_RE
 from ansible_collections.specdec.bench.plugins.module_utils._process import RESTORED_SERVICE
 from ansible_collections.specdec.bench.plugins.module_utils._systemd import normalize_unit_name
 from ansible_collections.specdec.bench.plugins.plugin_utils import sglang_build as builds
@@ -30,9 +30,6 @@ DEFAULT_MEM_FRACTION = 0.9
 DEFAULT_MIN_KV_HEADROOM_GIB = 4
 DEFAULT_BASE_PORT = 31000
 HOST = '127.0.0.1'
-# Campaign, TP and stage ids become file names and systemd unit names: no '/', spaces or shell characters.
-ID_PATTERN = '[a-z0-9][a-z0-9._-]*'
-_ID_RE = re.compile(ID_PATTERN + r'\Z')
 _ENV_NAME_RE = re.compile(r'[A-Za-z_][A-Za-z0-9_]*\Z')
 _FLAG_RE = re.compile(r'--[A-Za-z0-9][A-Za-z0-9_-]*\Z')
 CAMPAIGN_MAX_LEN = 64
@@ -436,7 +433,7 @@ def _spec_stoppable_processes(processes):
     """specdec_stoppable_processes as [(name, compiled regex)], in order: the first entry that matches names a holder."""
     if processes is None:
         return []
-    allowed = 'a list of {name: <id, %s>, match: <Python regex searched in the command line>}' % PROCESS_NAME_PATTERN
+    allowed = 'a list of {name: <id, %s>, match: <Python regex searched in the command line>}' % ID_PATTERN
     if not isinstance(processes, (list, tuple)):
         _fail('stoppable_processes', 'is %r' % (processes,), allowed)
     rules, names = [], set()
@@ -445,8 +442,8 @@ def _spec_stoppable_processes(processes):
         if not isinstance(entry, Mapping) or set(entry) != {'name', 'match'}:
             _fail(field, 'is %r' % (entry,), 'a mapping with exactly the keys name, match')
         name, match = entry['name'], entry['match']
-        if not isinstance(name, str) or not re.match(PROCESS_NAME_PATTERN + r'\Z', name):
-            _fail(field + '.name', 'is %r' % (name,), 'an id matching %s' % PROCESS_NAME_PATTERN)
+        if not isinstance(name, str) or not _ID_RE.match(name):
+            _fail(field + '.name', 'is %r' % (name,), 'an id matching %s' % ID_PATTERN)
         if name in names:
             _fail(field + '.name', 'repeats %r' % name, 'distinct names')
         names.add(name)

@@ -22,6 +22,8 @@ from __future__ import annotations
 import json
 import math
 
+from ansible_collections.specdec.bench.plugins.module_utils._common import finite, results_file
+
 SCHEMA_VERSION = 1
 HARNESSES = ('builtin', 'sglang')
 LATENCY_METRICS = ('ttft_ms', 'itl_ms', 'tpot_ms', 'e2e_latency_ms')
@@ -38,22 +40,12 @@ MAX_ERRORS = 5
 
 
 def result_file_name(concurrency):
-    return 'result-c%d.json' % concurrency
+    return results_file('result', concurrency=concurrency)
 
 
 def raw_file_name(concurrency, suffix='jsonl'):
-    return 'raw-c%d.%s' % (concurrency, suffix)
-
-
-def finite(value):
-    """A number as float, or None for None, NaN and infinities (which strict JSON cannot hold)."""
-    if value is None or isinstance(value, bool):
-        return None
-    try:
-        value = float(value)
-    except (TypeError, ValueError):
-        return None
-    return value if math.isfinite(value) else None
+    """The layout's raw file of a run; another suffix names a file beside it (the sglang client's log: 'log')."""
+    return '%s.%s' % (results_file('raw', concurrency=concurrency).rsplit('.', 1)[0], suffix)
 
 
 def result_row(**values):

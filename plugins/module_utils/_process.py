@@ -15,21 +15,16 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import signal
 import time
 
+from ansible_collections.specdec.bench.plugins.module_utils._common import atomic_write
+
 # The GPU facts keep this much of a command line: enough to match, bounded for a process with a huge argv.
 CMDLINE_MAX_CHARS = 4096
-NAME_PATTERN = '[a-z0-9][a-z0-9._-]*'
-_NAME_RE = re.compile(NAME_PATTERN + r'\Z')
 # The supervisor's service a stopped process is restored as; from then on the process has this name.
 RESTORED_SERVICE = 'specdec-restored-%s.service'
 DEFAULT_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'
-
-
-def valid_name(name):
-    return isinstance(name, str) and bool(_NAME_RE.match(name))
 
 
 def cmdline_text(data):
@@ -203,12 +198,5 @@ def read_record(path):
 
 def write_record(path, data):
     """Write the record atomically with mode 0600 (the environments it holds may hold secrets)."""
-    folder = os.path.dirname(path)
-    os.makedirs(folder, mode=0o700, exist_ok=True)
-    tmp = '%s.%d.tmp' % (path, os.getpid())
-    descriptor = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(descriptor, 'w', encoding='utf-8') as handle:
-        json.dump(data, handle, indent=2, sort_keys=True)
-        handle.write('\n')
-    os.chmod(tmp, 0o600)
-    os.replace(tmp, path)
+    os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+    atomic_write(path, json.dumps(data, indent=2, sort_keys=True) + '\n', mode=0o600)

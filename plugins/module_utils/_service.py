@@ -19,6 +19,7 @@ import sys
 import time
 
 from ansible_collections.specdec.bench.plugins.module_utils import _supervisor as supervisor
+from ansible_collections.specdec.bench.plugins.module_utils._common import atomic_write
 from ansible_collections.specdec.bench.plugins.module_utils._systemd import parse_show
 
 BACKENDS = ('systemd', 'supervisor')
@@ -106,20 +107,8 @@ def write_definition(path, definition, name):
     """Write <path>/service.json when it differs; True when it changed."""
     data = dict(check_definition(definition), name=name)
     text = json.dumps(data, indent=2, sort_keys=True) + '\n'
-    target = os.path.join(path, supervisor.DEFINITION)
-    try:
-        with open(target, encoding='utf-8') as handle:
-            if handle.read() == text:
-                return False
-    except OSError:
-        pass
     os.makedirs(path, mode=0o750, exist_ok=True)
-    tmp = target + '.tmp'
-    with open(tmp, 'w', encoding='utf-8') as handle:
-        handle.write(text)
-    os.chmod(tmp, 0o640)
-    os.replace(tmp, target)
-    return True
+    return atomic_write(os.path.join(path, supervisor.DEFINITION), text, mode=0o640, unchanged_ok=True)
 
 
 def start(module, backend, name, state_dir=supervisor.DEFAULT_STATE_DIR, wait=10.0):

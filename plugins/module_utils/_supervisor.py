@@ -37,6 +37,7 @@ BOOT_ID = '/proc/sys/kernel/random/boot_id'
 TIME_FORMAT = '%Y-%m-%dT%H:%M:%SZ'
 
 # Run by the module as [python3, -c, SUPERVISOR_SCRIPT, <service folder>], detached (a new session, no stdio).
+# It outlives the module, so it cannot import module_utils: its write() is its own, not _common.atomic_write.
 SUPERVISOR_SCRIPT = r'''
 import json, os, signal, sys, time
 folder = sys.argv[1]

@@ -24,6 +24,8 @@ description:
     without a boot id), counts as alive until its heartbeat is older than O(stale_after) seconds; with O(stale_after=0)
     only O(break_lock) or a reboot of the host ends it. The refusal says so, and how to break the lock.
   - O(state=unlocked) removes the lock only when O(holder) holds it; another holder's lock is left alone.
+  - C(changed) is true when the lock file is written or removed (taken, its heartbeat renewed, released) and false when
+    it is not (another holder's lock left alone, no lock to release).
   - Reading and writing happen under an exclusive C(flock) on a guard file beside the lock, and the lock is written to
     a temporary file and renamed, so two campaigns starting together cannot both take it.
   - The action plugin of the same name fills O(holder) from the controller; run through it, a playbook never sets
@@ -124,10 +126,11 @@ holder:
 import fcntl
 import json
 import os
-import tempfile
 import time
 
 from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.specdec.bench.plugins.module_utils._common import atomic_write
 
 BOOT_ID = '/proc/sys/kernel/random/boot_id'
 
@@ -155,18 +158,7 @@ def read_lock(path):
 
 
 def write_lock(path, lock):
-    directory = os.path.dirname(path)
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix='.campaign-lock-')
-    try:
-        with os.fdopen(fd, 'w', encoding='utf-8') as handle:
-            json.dump(lock, handle, indent=2, sort_keys=True)
-            handle.write('\n')
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    atomic_write(path, json.dumps(lock, indent=2, sort_keys=True) + '\n', mode=0o644)
 
 
 def stale_reason(lock, params, now, current_boot):
@@ -258,7 +250,7 @@ def guarded(module, params, lock):
         refreshed = dict(lock, heartbeat_at=now)
         if not module.check_mode:
             write_lock(path, refreshed)
-        return dict(changed=False, acquired=True, lock=refreshed, previous=None)
+        return dict(changed=True, acquired=True, lock=refreshed, previous=None)
     reason = stale_reason(lock, params, now, new['boot_id'])
     if reason is None:
         module.fail_json(msg=refusal(lock, params, now), holder=lock.get('holder'), lock=lock, acquired=False)

@@ -82,11 +82,10 @@ counts:
 
 import json
 import os
-import re
 
 from ansible.module_utils.basic import AnsibleModule
 
-ID_RE = re.compile(r'^[a-z0-9][a-z0-9._-]*$')
+from ansible_collections.specdec.bench.plugins.module_utils._common import ID_PATTERN, ID_RE
 
 
 def read_status(path):
@@ -140,7 +139,7 @@ def main():
     params = module.params
     for name in [params['campaign']] + params['stages']:
         if not ID_RE.match(name):
-            module.fail_json(msg='%r is not a campaign or stage id; allowed: [a-z0-9][a-z0-9._-]*' % name)
+            module.fail_json(msg='%r is not a campaign or stage id; allowed: %s' % (name, ID_PATTERN))
     for key in ('status_file', 'plan_file'):
         if '/' in params[key] or params[key] in ('', '.', '..'):
             module.fail_json(msg='%s must be a file name, got %r' % (key, params[key]))

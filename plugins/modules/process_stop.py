@@ -139,6 +139,7 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.specdec.bench.plugins.module_utils import _process as process
+from ansible_collections.specdec.bench.plugins.module_utils._common import ID_PATTERN, ID_RE
 
 
 def summary(name, entry):
@@ -161,8 +162,8 @@ def main():
     )
     p = module.params
     name, pid = p['name'], p['pid']
-    if not process.valid_name(name):
-        module.fail_json(msg='name is %r; allowed: an id matching %s' % (name, process.NAME_PATTERN))
+    if not ID_RE.match(name):
+        module.fail_json(msg='name is %r; allowed: an id matching %s' % (name, ID_PATTERN))
     try:
         pattern = re.compile(p['match'])
     except re.error as exc:

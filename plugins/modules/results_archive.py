@@ -95,14 +95,12 @@ skipped:
 import hashlib
 import io
 import os
-import re
 import tarfile
 import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 
-ID_PATTERN = r'^[a-z0-9][a-z0-9._-]*$'
-CHUNK = 1024 * 1024
+from ansible_collections.specdec.bench.plugins.module_utils._common import ID_PATTERN, ID_RE, file_sha256
 
 
 def campaign_files(campaign_dir):
@@ -156,14 +154,6 @@ def describe(campaign_dir, files):
     return manifest
 
 
-def file_sha256(path):
-    digest = hashlib.sha256()
-    with open(path, 'rb') as handle:
-        for block in iter(lambda: handle.read(CHUNK), b''):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -174,7 +164,7 @@ def main():
         supports_check_mode=True,
     )
     params = module.params
-    if not re.match(ID_PATTERN, params['campaign']):
+    if not ID_RE.match(params['campaign']):
         module.fail_json(msg='campaign is %r; allowed: an id matching %s' % (params['campaign'], ID_PATTERN))
     campaign_dir = os.path.join(params['root'], params['campaign'])
     if not os.path.isdir(campaign_dir):

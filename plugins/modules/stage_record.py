@@ -133,30 +133,17 @@ warnings_seen:
 
 import json
 import os
-import tempfile
 import time
 
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.specdec.bench.plugins.module_utils import _service as service
 from ansible_collections.specdec.bench.plugins.module_utils import _supervisor as supervisor
+from ansible_collections.specdec.bench.plugins.module_utils._common import atomic_write
 from ansible_collections.specdec.bench.plugins.module_utils._gpu_probe import gather_gpu_facts
 from ansible_collections.specdec.bench.plugins.module_utils._sglang_http import CONNECTION_ERRORS, HTTPStatusError, request_json
 
 TIME_FORMAT = '%Y-%m-%dT%H:%M:%SZ'
-
-
-def write_file(path, text, mode):
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix='.stage-record-')
-    try:
-        with os.fdopen(fd, 'w', encoding='utf-8') as handle:
-            handle.write(text)
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 def main():
@@ -207,13 +194,13 @@ def main():
             if status['status'] == 'ok':
                 status.update(status='failed', reason='the server stopped answering /server_info after the runs: %s' % exc)
         if info is not None:
-            write_file(files['server_info'], json.dumps(info, indent=4, sort_keys=True) + '\n', mode)
+            atomic_write(files['server_info'], json.dumps(info, indent=4, sort_keys=True) + '\n', mode)
             written['server_info'] = files['server_info']
 
     if params['gpu_snapshot']:
         facts, dummy = gather_gpu_facts(module, 'auto', False, 256)
-        write_file(files['gpus'], json.dumps({'nvidia_gpus': facts.get('nvidia_gpus', []),
-                                              'nvidia_driver': facts.get('nvidia_driver')}, indent=4, sort_keys=True), mode)
+        gpus = {'nvidia_gpus': facts.get('nvidia_gpus', []), 'nvidia_driver': facts.get('nvidia_driver')}
+        atomic_write(files['gpus'], json.dumps(gpus, indent=4, sort_keys=True), mode)
         written['gpus'] = files['gpus']
 
     backend, unit = params['backend'], params['unit']
@@ -237,7 +224,7 @@ def main():
     if key in files:
         try:
             with open(definition, encoding='utf-8') as handle:
-                write_file(files[key], handle.read(), mode)
+                atomic_write(files[key], handle.read(), mode)
             written[key] = files[key]
         except OSError as exc:
             missing.append('%s: %s' % ('unit file' if key == 'unit' else 'service definition', exc))
@@ -247,7 +234,7 @@ def main():
     if journal_error:
         missing.append(journal_error)
     if journal or not journal_error:
-        write_file(files['journal'], ''.join(line + '\n' for line in journal), mode)
+        atomic_write(files['journal'], ''.join(line + '\n' for line in journal), mode)
         written['journal'] = files['journal']
 
     if status['status'] == 'failed':
@@ -257,7 +244,7 @@ def main():
             evidence['journal'] = journal[-50:]
         status['evidence'] = evidence
     status['finished'] = time.strftime(TIME_FORMAT, time.gmtime())
-    write_file(files['status'], json.dumps(status, indent=4, sort_keys=True) + '\n', mode)
+    atomic_write(files['status'], json.dumps(status, indent=4, sort_keys=True) + '\n', mode)
     written['status'] = files['status']
     for text in missing:
         module.warn(text)

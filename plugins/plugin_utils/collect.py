@@ -28,10 +28,11 @@ import shutil
 import tarfile
 import tempfile
 
+from ansible_collections.specdec.bench.plugins.module_utils._common import CHUNK, atomic_write, file_sha256
+
 META_DIR = '.collect'
 MANIFEST_NAME = 'manifest.json'
 SUPERSEDED_DIR = 'superseded'
-CHUNK = 1024 * 1024
 
 
 class CollectError(ValueError):
@@ -67,14 +68,6 @@ def check_manifest(manifest):
             if '/'.join(parts[:depth]) in entries:
                 raise CollectError('manifest lists %s as a file and as a folder (of %s)' % ('/'.join(parts[:depth]), path))
     return entries
-
-
-def file_sha256(path):
-    digest = hashlib.sha256()
-    with open(path, 'rb') as handle:
-        for block in iter(lambda: handle.read(CHUNK), b''):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def copy_member(source, handle, digest, size, name):
@@ -196,21 +189,6 @@ def _unique_dir(parent, name):
     return path
 
 
-def write_if_changed(path, text):
-    data = text.encode('utf-8')
-    try:
-        with open(path, 'rb') as handle:
-            if handle.read() == data:
-                return False
-    except FileNotFoundError:
-        pass
-    tmp = '%s.tmp-%d' % (path, os.getpid())
-    with open(tmp, 'wb') as handle:
-        handle.write(data)
-    os.replace(tmp, path)
-    return True
-
-
 class _Merge:
     """The moves and new folders of one merge, so that a merge failing halfway can be undone in reverse order."""
 
@@ -281,7 +259,7 @@ def unpack(archive, manifest, campaign_dir, stamp, source=None, check=False, roo
             os.utime(staged, (mtimes[path], mtimes[path]))
         if not os.path.lexists(campaign_dir):
             os.mkdir(os.path.join(staged_dir, META_DIR))
-            write_if_changed(os.path.join(staged_dir, META_DIR, MANIFEST_NAME), _manifest_text(entries, source))
+            atomic_write(os.path.join(staged_dir, META_DIR, MANIFEST_NAME), _manifest_text(entries, source))
             os.rename(staged_dir, campaign_dir)
         else:
             _merge(entries, campaign_dir, staged_dir, stamp, source, result)
@@ -303,7 +281,7 @@ def _merge(entries, campaign_dir, staged_dir, stamp, source, result):
             merge.move(os.path.join(staged_dir, *path.split('/')), os.path.join(campaign_dir, *path.split('/')))
         manifest_path = os.path.join(campaign_dir, META_DIR, MANIFEST_NAME)
         staged_manifest = os.path.join(staged_dir, META_DIR + '.manifest')
-        write_if_changed(staged_manifest, _manifest_text(entries, source))
+        atomic_write(staged_manifest, _manifest_text(entries, source))
         if not os.path.exists(manifest_path) or file_sha256(manifest_path) != file_sha256(staged_manifest):
             if os.path.exists(manifest_path):  # moved aside, so that an undo puts it back like every other file
                 merge.move(manifest_path, os.path.join(staged_dir, META_DIR + '.previous'))

@@ -19,12 +19,13 @@ import re
 
 import yaml
 
+from ansible_collections.specdec.bench.plugins.module_utils._common import ID_PATTERN, ID_RE
+
 BUILDS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'sglang_builds')
 BUILDS_FILE = 'builds.yml'
 PROFILE_KEYS = ('description', 'versions', 'options', 'extra_options', 'methods')
 OPTION_KEYS = ('flags', 'dest', 'action', 'type', 'nargs', 'choices', 'default', 'const', 'required', 'class')
 ACTIONS = ('store', 'store_true', 'store_false', 'store_const', 'append', 'count', 'help', 'version', 'boolean_optional')
-_NAME_RE = re.compile(r'[a-z0-9][a-z0-9._-]*\Z')
 _FLAG_RE = re.compile(r'--?[A-Za-z0-9][A-Za-z0-9_-]*\Z')
 _CACHE = {}
 
@@ -70,8 +71,8 @@ def load_builds(directory=BUILDS_DIR):
     builds, lists = {}, {}
     for name, profile in data.items():
         where = '%s: %s' % (BUILDS_FILE, name)
-        if not isinstance(name, str) or not _NAME_RE.match(name):
-            raise BuildError('%s: build name %r; allowed: a name matching %s' % (BUILDS_FILE, name, _NAME_RE.pattern[:-2]))
+        if not isinstance(name, str) or not ID_RE.match(name):
+            raise BuildError('%s: build name %r; allowed: a name matching %s' % (BUILDS_FILE, name, ID_PATTERN))
         if not isinstance(profile, dict) or any(key not in PROFILE_KEYS for key in profile):
             raise BuildError('%s is %r; allowed keys: %s' % (where, profile, ', '.join(PROFILE_KEYS)))
         versions = profile.get('versions') or []

@@ -46,10 +46,10 @@ def test_unchanged_summary_is_not_rewritten(tmp_path):
     run({'summary_dir': str(tmp_path)}, {'ansible_facts': dict(FACTS)})
     path = tmp_path / 'ct200.json'
     before = path.stat().st_mtime_ns
-    assert probe_action.write_if_changed(str(path), path.read_text()) is False
+    run({'summary_dir': str(tmp_path)}, {'ansible_facts': dict(FACTS)})
     assert path.stat().st_mtime_ns == before
-    assert probe_action.write_if_changed(str(path), '{}\n') is True
-    assert path.read_text() == '{}\n'
+    run({'summary_dir': str(tmp_path)}, {'ansible_facts': dict(FACTS, nvidia_gpus=[])})
+    assert json.loads(path.read_text())['gpus'] == []
     assert [p.name for p in tmp_path.iterdir()] == ['ct200.json']  # no temporary file left behind
 
 
