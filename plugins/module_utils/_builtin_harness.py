@@ -34,7 +34,8 @@ import threading
 import time
 import urllib.parse
 
-from ansible_collections.specdec.bench.plugins.module_utils._harness import RequestTiming, finite
+from ansible_collections.specdec.bench.plugins.module_utils._common import finite
+from ansible_collections.specdec.bench.plugins.module_utils._harness import RequestTiming
 from ansible_collections.specdec.bench.plugins.module_utils._sglang_http import (
     MAX_LINE_BYTES,
     BrokenResponse,

@@ -140,14 +140,14 @@ options:
         no model hub.
     type: dict
     default: {}
+extends_documentation_fragment:
+  - specdec.bench.attributes
 attributes:
   check_mode:
-    description: Can run in C(check_mode) and return changed status prediction without modifying target.
     support: full
     details:
       - In check mode no request is sent and no file is written; the result is marked skipped.
   diff_mode:
-    description: Returns details on what has changed (or possibly needs changing in C(check_mode)), when in diff mode.
     support: none
 seealso:
   - module: specdec.bench.sglang_ready
@@ -365,288 +365,14 @@ skipped:
   sample: true
 """
 
-import json
 import os
-import signal
-import subprocess
-import tempfile
-import threading
 import time
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.specdec.bench.plugins.module_utils._builtin_harness import LoadRun, arrival_times, generate_body, make_prompts
-from ansible_collections.specdec.bench.plugins.module_utils._harness import (
-    finite,
-    from_builtin,
-    from_sglang_client,
-    raw_file_name,
-    result_file_name,
-    result_row,
-)
-from ansible_collections.specdec.bench.plugins.module_utils._sglang_http import CONNECTION_ERRORS, HTTPStatusError, post, request_json
-
-# SGLang's benchmark client moved from sglang.bench_serving to sglang.benchmark.serving; the newer is tried first.
-CLIENT_MODULES = ('sglang.benchmark.serving', 'sglang.bench_serving')
-FIND_SPEC = 'import importlib.util, sys; raise SystemExit(importlib.util.find_spec(sys.argv[1]) is None)'
-CHECKPOINT_SECONDS = 1.0
-# The derived limits (see the options' docs): slow enough for any healthy server, so only a broken one meets them.
-CONNECT_S = 60.0  # connecting and queueing, before any prefill
-PREFILL_TOKENS_PER_S = 2000.0  # prompt tokens a server prefills a second at least
-DECODE_S_PER_TOKEN = 0.5  # seconds an output token takes at most
-CLIENT_SETUP_S = 180.0  # SGLang's client: imports, tokenizer, cache flush
-STOP_GRACE_S = 10.0  # after SIGTERM, before SIGKILL; also how long the module waits on a run past its deadline
-
-
-def sglang_command(python, client, params, output_file):
-    """The SGLang client's argument list for the options; the workload flags mirror the builtin harness."""
-    rate = finite(params['request_rate'])
-    command = [
-        python, '-m', client, '--backend', 'sglang', '--base-url', params['base_url'],
-        '--dataset-name', 'random-ids', '--random-input-len', str(params['input_len']),
-        '--random-output-len', str(params['output_len']), '--random-range-ratio', '1.0',
-        '--num-prompts', str(params['num_prompts']), '--max-concurrency', str(params['concurrency']),
-        '--request-rate', 'inf' if rate is None else repr(rate), '--seed', str(params['seed']),
-        '--warmup-requests', str(params['warmup_requests']), '--output-file', output_file,
-    ]
-    if params['flush_cache']:
-        command.append('--flush-cache')
-    if params['tokenizer']:
-        command += ['--tokenizer', params['tokenizer']]
-    return command + list(params['extra_args'])
-
-
-def run_limits(params):
-    """{request_timeout, request_deadline, run_deadline} in seconds: the options where given, else derived from the
-    workload (see DOCUMENTATION)."""
-    timeout = params['request_timeout']
-    if timeout is None:
-        timeout = CONNECT_S + params['input_len'] * params['concurrency'] / PREFILL_TOKENS_PER_S
-    request = params['request_deadline']
-    if request is None:
-        request = timeout + params['output_len'] * DECODE_S_PER_TOKEN
-    run = params['run_deadline']
-    if run is None:
-        rate = finite(params['request_rate'])
-        waves = -(-params['num_prompts'] // params['concurrency'])
-        run = (2.0 * params['num_prompts'] / rate if rate else 0.0) + waves * request
-    return dict(request_timeout=timeout, request_deadline=request, run_deadline=run)
-
-
-def write_atomic(path, text):
-    """Write a file so readers see the old or the new content, never a part."""
-    directory = os.path.dirname(path)
-    handle, tmp = tempfile.mkstemp(prefix='.%s.' % os.path.basename(path), suffix='.tmp', dir=directory)
-    try:
-        with os.fdopen(handle, 'w', encoding='utf-8') as stream:
-            stream.write(text)
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
-def dump_row(row):
-    return json.dumps(row, indent=2, sort_keys=False, allow_nan=False) + '\n'
-
-
-def workload(params):
-    """The row's workload keys; an infinite rate is null (strict JSON has no infinity)."""
-    return dict(concurrency=params['concurrency'], num_prompts=params['num_prompts'], input_len=params['input_len'],
-                output_len=params['output_len'], request_rate=finite(params['request_rate']), seed=params['seed'],
-                stage=params['stage'])
-
-
-class RawLog:
-    """The builtin harness's raw output: one JSON line per finished request, appended as they finish.
-
-    Each append is one write() of whole lines to a file opened O_APPEND, so a run that is killed leaves every
-    request written so far and no half line (rewriting the whole file each time would cost the timed threads
-    the interpreter lock for as long as the file is big).
-    """
-
-    def __init__(self, path):
-        self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o644)
-        self.written = 0
-
-    def append(self, records):
-        data = ''.join(json.dumps(record) + '\n' for record in records[self.written:]).encode('utf-8')
-        self.written = len(records)
-        while data:
-            data = data[os.write(self.fd, data):]
-
-    def close(self):
-        os.fsync(self.fd)
-        os.close(self.fd)
-
-
-def progress_row(params, records, raw_path):
-    """The result file while the run goes on: counts so far, no statistics, complete false."""
-    measured = [record for record in records if not record['warmup']]
-    completed = sum(1 for record in measured if record['success'])
-    return result_row(harness='builtin', completed=completed, failed=params['num_prompts'] - completed, complete=False,
-                      raw_file=raw_path, errors=[], **workload(params))
-
-
-def drive(run, raw, records, seconds, on_checkpoint=None):
-    """Wait for a started LoadRun, appending its finished requests to the raw log every CHECKPOINT_SECONDS.
-
-    Its watchdog ends it within `seconds` (its deadlines); should its threads still not be done STOP_GRACE_S later,
-    the run is given up with what finished. Returns the records with the run's own added.
-    """
-    give_up = time.monotonic() + seconds + STOP_GRACE_S
-    while not run.wait(CHECKPOINT_SECONDS):
-        snapshot = records + list(run.records)
-        raw.append(snapshot)
-        if on_checkpoint is not None:
-            on_checkpoint(snapshot)
-        if time.monotonic() > give_up:
-            break
-    records = records + list(run.records)
-    raw.append(records)
-    return records
-
-
-def run_builtin(module, params, limits, result_path, raw_path):
-    """Warm up, flush, run; every second the raw log gets the finished requests and, in the measured run, the result
-    file the counts. Every request is bound by the limits; the measured run by the run deadline.
-
-    Returns (result row, error or None).
-    """
-    base = params['base_url'].rstrip('/')
-    prompts = make_prompts(params['seed'], params['num_prompts'], params['input_len'])
-    raw = RawLog(raw_path)
-    try:
-        write_atomic(result_path, dump_row(progress_row(params, [], raw_path)))
-        records = []
-        if params['warmup_requests'] > 0:
-            body = generate_body(prompts[0], params['output_len'])
-            # every warm-up request starts at once: their request deadline bounds the warm-up
-            warmup = LoadRun(base, [body] * params['warmup_requests'], [0.0] * params['warmup_requests'],
-                             params['warmup_requests'], limits['request_timeout'], warmup=True,
-                             request_deadline=limits['request_deadline']).start()
-            records = drive(warmup, raw, records, limits['request_deadline'])
-            if not any(record['success'] for record in records):
-                row = from_builtin(records, None, raw_file=raw_path, interrupted=True, **workload(params))
-                row['errors'] = sorted(set(record['error'] or 'unfinished' for record in records))[:5]
-                write_atomic(result_path, dump_row(row))
-                return row, 'every warm-up request failed: %s' % '; '.join(row['errors'])
-        if params['flush_cache']:
-            try:
-                status, text = post(base + '/flush_cache', timeout=60)
-                if status != 200:
-                    module.warn('POST /flush_cache answered %s: %s' % (status, text.strip()))
-            except CONNECTION_ERRORS as exc:
-                module.warn('POST /flush_cache failed: %s' % exc)
-
-        run = LoadRun(base, [generate_body(prompt, params['output_len']) for prompt in prompts],
-                      arrival_times(params['seed'], len(prompts), params['request_rate']),
-                      params['concurrency'], limits['request_timeout'], request_deadline=limits['request_deadline'],
-                      run_deadline=limits['run_deadline']).start()
-        records = drive(run, raw, records, limits['run_deadline'],
-                        lambda snapshot: write_atomic(result_path, dump_row(progress_row(params, snapshot, raw_path))))
-    finally:
-        raw.close()
-
-    server_info = None
-    try:
-        server_info = request_json(base + '/server_info', timeout=30)
-    except (HTTPStatusError, ValueError) + CONNECTION_ERRORS as exc:
-        module.warn('cannot read /server_info after the run: %s' % exc)
-    row = from_builtin(records, run.duration, server_info=server_info, raw_file=raw_path,
-                       interrupted=run.duration is None, **workload(params))
-    if run.duration is None:  # given up: its threads outlived the run deadline
-        row['errors'] = (row['errors'] + ['the run did not end %g s after its deadline' % STOP_GRACE_S])[:5]
-    write_atomic(result_path, dump_row(row))
-    return row, None
-
-
-def client_deadline(params, limits):
-    """Seconds SGLang's client may run: its start-up and flush, its warm-up, the measured run."""
-    warmup = limits['request_deadline'] if params['warmup_requests'] > 0 else 0.0
-    return CLIENT_SETUP_S + warmup + limits['run_deadline']
-
-
-def find_client(module, python):
-    for client in CLIENT_MODULES:
-        rc, _out, _err = module.run_command([python, '-c', FIND_SPEC, client])
-        if rc == 0:
-            return client
-    return None
-
-
-class ClientStopper:
-    """Stops SGLang's client once `seconds` have passed: SIGTERM, then SIGKILL STOP_GRACE_S later.
-
-    Given to run_command as before_communicate_callback, which hands it the started process.
-    """
-
-    def __init__(self, seconds):
-        self.seconds = seconds
-        self.stopped = False
-        self._timer = None
-
-    def __call__(self, process):
-        self._timer = threading.Timer(self.seconds, self._stop, (process,))
-        self._timer.daemon = True
-        self._timer.start()
-
-    def _stop(self, process):
-        self.stopped = True
-        try:
-            process.send_signal(signal.SIGTERM)
-            process.wait(STOP_GRACE_S)
-        except subprocess.TimeoutExpired:
-            process.kill()
-        except OSError:
-            pass  # it ended meanwhile
-
-    def cancel(self):
-        if self._timer is not None:
-            self._timer.cancel()
-
-
-def run_sglang(module, params, limits, result_path, raw_path):
-    """Run SGLang's client once, stopped at its deadline, and map its line. Returns (row, error or None, command)."""
-    log_path = os.path.join(params['output_dir'], raw_file_name(params['concurrency'], 'log'))
-    python = params['python']
-    if os.sep not in python:
-        python = module.get_bin_path(python, required=True)
-    client = find_client(module, python)
-    if client is None:
-        module.fail_json(msg='SGLang\'s benchmark client (%s) cannot be imported by %s' % (' or '.join(CLIENT_MODULES), python))
-    # the client appends to its output file: give it a fresh one, renamed into place once it is done
-    handle, partial = tempfile.mkstemp(prefix='.%s.' % os.path.basename(raw_path), suffix='.partial', dir=params['output_dir'])
-    os.close(handle)
-    command = sglang_command(python, client, params, partial)
-    environ = dict((str(key), str(value)) for key, value in params['environment'].items())
-    deadline = client_deadline(params, limits)
-    stopper = ClientStopper(deadline)
-    try:
-        rc, out, err = module.run_command(command, environ_update=environ, before_communicate_callback=stopper)
-        stopper.cancel()
-        with open(partial, encoding='utf-8', errors='replace') as stream:
-            text = stream.read()
-    finally:
-        if os.path.exists(partial):
-            os.unlink(partial)
-    write_atomic(log_path, out + err)
-    write_atomic(raw_path, text)
-    error = None if rc == 0 else 'the SGLang client exited with %d: %s' % (rc, (err or out).strip()[-2000:])
-    if stopper.stopped:
-        error = 'DeadlineExceeded: the SGLang client ran past its deadline of %g s and was stopped' % deadline
-    try:
-        row = from_sglang_client(text, raw_file=raw_path, interrupted=rc != 0, **workload(params))
-    except ValueError as exc:
-        row = result_row(harness='sglang', completed=0, failed=params['num_prompts'], complete=False, raw_file=raw_path,
-                         errors=[error or str(exc)], **workload(params))
-        error = error or 'no result from the SGLang client: %s' % exc
-    write_atomic(result_path, dump_row(row))
-    return row, error, command
+from ansible_collections.specdec.bench.plugins.module_utils._builtin_driver import run_builtin
+from ansible_collections.specdec.bench.plugins.module_utils._harness_run import run_files, run_limits
+from ansible_collections.specdec.bench.plugins.module_utils._sglang_client import run_sglang
 
 
 def main():
@@ -695,12 +421,11 @@ def main():
     started = time.monotonic()
     if not os.path.isdir(params['output_dir']):
         os.makedirs(params['output_dir'])
-    result_path = os.path.join(params['output_dir'], result_file_name(params['concurrency']))
-    raw_path = os.path.join(params['output_dir'], raw_file_name(params['concurrency']))
+    result_path, raw_path, log_path = run_files(params['output_dir'], params['concurrency'])
     limits = run_limits(params)
     extra = {'limits': limits}
     if params['harness'] == 'sglang':
-        row, error, extra['cmd'] = run_sglang(module, params, limits, result_path, raw_path)
+        row, error, extra['cmd'] = run_sglang(module, params, limits, result_path, raw_path, log_path)
     else:
         row, error = run_builtin(module, params, limits, result_path, raw_path)
     extra['elapsed_s'] = round(time.monotonic() - started, 4)

@@ -17,6 +17,7 @@ import pytest
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.specdec.bench.plugins.module_utils._builtin_harness import LoadRun, arrival_times, generate_body, make_prompts
+from ansible_collections.specdec.bench.plugins.module_utils import _builtin_driver, _harness_run, _sglang_client
 from ansible_collections.specdec.bench.plugins.module_utils._harness import RESULT_KEYS
 from ansible_collections.specdec.bench.plugins.modules import bench_run
 
@@ -199,15 +200,15 @@ def test_sglang_client_not_installed(run_module, monkeypatch, tmp_path):
 def test_builtin_checkpoints_counts_while_it_runs(run_module, dflash, tmp_path, monkeypatch):
     """What a killed run leaves: result files with the counts so far and complete false, then the final row."""
     rows = []
-    write_atomic = bench_run.write_atomic
+    atomic_write = _harness_run.atomic_write
 
-    def recording_write(path, text):
+    def recording_write(path, text, **kwargs):
         if path.endswith('.json'):
             rows.append(json.loads(text))
-        write_atomic(path, text)
+        return atomic_write(path, text, **kwargs)
 
-    monkeypatch.setattr(bench_run, 'write_atomic', recording_write)
-    monkeypatch.setattr(bench_run, 'CHECKPOINT_SECONDS', 0.005)
+    monkeypatch.setattr(_harness_run, 'atomic_write', recording_write)
+    monkeypatch.setattr(_builtin_driver, 'CHECKPOINT_SECONDS', 0.005)
     result = run_module(bench_run, builtin_args(dflash, tmp_path, 1, num_prompts=6, output_len=64))
     assert result['exit_code'] == 0, result
     progress, final = rows[:-1], rows[-1]
@@ -249,19 +250,6 @@ class SkewedClock:
         return time.perf_counter() + self.skew
 
 
-def test_the_limits_are_derived_from_the_workload_unless_given():
-    params = dict(request_timeout=None, request_deadline=None, run_deadline=None, input_len=1024, output_len=256,
-                  concurrency=16, num_prompts=64, request_rate=None)
-    limits = bench_run.run_limits(params)
-    assert limits['request_timeout'] == 60 + 1024 * 16 / 2000.0
-    assert limits['request_deadline'] == limits['request_timeout'] + 256 * 0.5
-    assert limits['run_deadline'] == 4 * limits['request_deadline']  # four waves of 16
-    paced = bench_run.run_limits(dict(params, request_rate=8.0, num_prompts=65))
-    assert paced['run_deadline'] == 2 * 65 / 8.0 + 5 * limits['request_deadline']
-    assert bench_run.run_limits(dict(params, request_timeout=5.0, run_deadline=7.0)) == dict(
-        request_timeout=5.0, request_deadline=5.0 + 128, run_deadline=7.0)
-
-
 @pytest.mark.parametrize('key, value', [('request_deadline', 0), ('run_deadline', -1.0), ('request_timeout', float('nan')),
                                         ('request_rate', 0.0), ('request_rate', float('nan'))])
 def test_limits_and_rate_must_be_positive(run_module, tmp_path, key, value):
@@ -295,7 +283,7 @@ def test_the_run_deadline_ends_the_run_and_keeps_what_finished(run_module, scrip
 
     # the warm-up and two measured requests finish, the third stalls, the fourth is never sent
     server = scripted_server(scripted.by_number(scripted.good, scripted.good, scripted.good, stall_past_the_deadline))
-    monkeypatch.setattr(bench_run, 'LoadRun', functools.partial(LoadRun, clock=clock))
+    monkeypatch.setattr(_builtin_driver, 'LoadRun', functools.partial(LoadRun, clock=clock))
     result = run_module(bench_run, scripted_args(server, tmp_path, run_deadline=1000.0, fail_on_incomplete=fail_on_incomplete))
     reason = 'DeadlineExceeded: the run passed its deadline of 1000 s'
     row = result['result']
@@ -359,7 +347,7 @@ def test_the_sglang_client_is_stopped_at_its_deadline(run_module, monkeypatch, t
     python = tmp_path / 'python'
     python.write_text('#!/bin/sh\n[ "$1" = -c ] && exit 0\nexec sleep 60\n')
     python.chmod(0o755)
-    monkeypatch.setattr(bench_run, 'CLIENT_SETUP_S', 0.0)
+    monkeypatch.setattr(_sglang_client, 'CLIENT_SETUP_S', 0.0)
     result = run_module(bench_run, sglang_args(tmp_path, python=str(python), warmup_requests=0, run_deadline=0.2,
                                                extra_args=[]))
     reason = 'DeadlineExceeded: the SGLang client ran past its deadline of 0.2 s and was stopped'

@@ -1,0 +1,126 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, specdec.bench developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""bench_run's builtin harness: warm-up, cache flush and the measured run of _builtin_harness's LoadRun, with the
+raw log and the result file kept up to date while it runs.
+
+Private to the specdec.bench collection; standard library only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+from ansible_collections.specdec.bench.plugins.module_utils._builtin_harness import LoadRun, arrival_times, generate_body, make_prompts
+from ansible_collections.specdec.bench.plugins.module_utils._harness import from_builtin, result_row
+from ansible_collections.specdec.bench.plugins.module_utils._harness_run import STOP_GRACE_S, workload, write_row
+from ansible_collections.specdec.bench.plugins.module_utils._sglang_http import CONNECTION_ERRORS, HTTPStatusError, post, request_json
+
+CHECKPOINT_SECONDS = 1.0
+
+
+class RawLog:
+    """The builtin harness's raw output: one JSON line per finished request, appended as they finish.
+
+    Each append is one write() of whole lines to a file opened O_APPEND, so a run that is killed leaves every
+    request written so far and no half line (rewriting the whole file each time would cost the timed threads
+    the interpreter lock for as long as the file is big).
+    """
+
+    def __init__(self, path):
+        self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o644)
+        self.written = 0
+
+    def append(self, records):
+        data = ''.join(json.dumps(record) + '\n' for record in records[self.written:]).encode('utf-8')
+        self.written = len(records)
+        while data:
+            data = data[os.write(self.fd, data):]
+
+    def close(self):
+        os.fsync(self.fd)
+        os.close(self.fd)
+
+
+def progress_row(params, records, raw_path):
+    """The result file while the run goes on: counts so far, no statistics, complete false."""
+    measured = [record for record in records if not record['warmup']]
+    completed = sum(1 for record in measured if record['success'])
+    return result_row(harness='builtin', completed=completed, failed=params['num_prompts'] - completed, complete=False,
+                      raw_file=raw_path, errors=[], **workload(params))
+
+
+def drive(run, raw, records, seconds, on_checkpoint=None):
+    """Wait for a started LoadRun, appending its finished requests to the raw log every CHECKPOINT_SECONDS.
+
+    Its watchdog ends it within `seconds` (its deadlines); should its threads still not be done STOP_GRACE_S later,
+    the run is given up with what finished. Returns the records with the run's own added.
+    """
+    give_up = time.monotonic() + seconds + STOP_GRACE_S
+    while not run.wait(CHECKPOINT_SECONDS):
+        snapshot = records + list(run.records)
+        raw.append(snapshot)
+        if on_checkpoint is not None:
+            on_checkpoint(snapshot)
+        if time.monotonic() > give_up:
+            break
+    records = records + list(run.records)
+    raw.append(records)
+    return records
+
+
+def run_builtin(module, params, limits, result_path, raw_path):
+    """Warm up, flush, run; every second the raw log gets the finished requests and, in the measured run, the result
+    file the counts. Every request is bound by the limits; the measured run by the run deadline.
+
+    Returns (result row, error or None).
+    """
+    base = params['base_url'].rstrip('/')
+    prompts = make_prompts(params['seed'], params['num_prompts'], params['input_len'])
+    raw = RawLog(raw_path)
+    try:
+        write_row(result_path, progress_row(params, [], raw_path))
+        records = []
+        if params['warmup_requests'] > 0:
+            body = generate_body(prompts[0], params['output_len'])
+            # every warm-up request starts at once: their request deadline bounds the warm-up
+            warmup = LoadRun(base, [body] * params['warmup_requests'], [0.0] * params['warmup_requests'],
+                             params['warmup_requests'], limits['request_timeout'], warmup=True,
+                             request_deadline=limits['request_deadline']).start()
+            records = drive(warmup, raw, records, limits['request_deadline'])
+            if not any(record['success'] for record in records):
+                row = from_builtin(records, None, raw_file=raw_path, interrupted=True, **workload(params))
+                row['errors'] = sorted(set(record['error'] or 'unfinished' for record in records))[:5]
+                write_row(result_path, row)
+                return row, 'every warm-up request failed: %s' % '; '.join(row['errors'])
+        if params['flush_cache']:
+            try:
+                status, text = post(base + '/flush_cache', timeout=60)
+                if status != 200:
+                    module.warn('POST /flush_cache answered %s: %s' % (status, text.strip()))
+            except CONNECTION_ERRORS as exc:
+                module.warn('POST /flush_cache failed: %s' % exc)
+
+        run = LoadRun(base, [generate_body(prompt, params['output_len']) for prompt in prompts],
+                      arrival_times(params['seed'], len(prompts), params['request_rate']),
+                      params['concurrency'], limits['request_timeout'], request_deadline=limits['request_deadline'],
+                      run_deadline=limits['run_deadline']).start()
+        records = drive(run, raw, records, limits['run_deadline'],
+                        lambda snapshot: write_row(result_path, progress_row(params, snapshot, raw_path)))
+    finally:
+        raw.close()
+
+    server_info = None
+    try:
+        server_info = request_json(base + '/server_info', timeout=30)
+    except (HTTPStatusError, ValueError) + CONNECTION_ERRORS as exc:
+        module.warn('cannot read /server_info after the run: %s' % exc)
+    row = from_builtin(records, run.duration, server_info=server_info, raw_file=raw_path,
+                       interrupted=run.duration is None, **workload(params))
+    if run.duration is None:  # given up: its threads outlived the run deadline
+        row['errors'] = (row['errors'] + ['the run did not end %g s after its deadline' % STOP_GRACE_S])[:5]
+    write_row(result_path, row)
+    return row, None

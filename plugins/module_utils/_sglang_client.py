@@ -1,0 +1,127 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, specdec.bench developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""bench_run's sglang harness: SGLang's own benchmark client, run once in the server's interpreter and stopped at
+its deadline, its JSON line mapped to the result row by _harness.from_sglang_client.
+
+Private to the specdec.bench collection; standard library only.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import tempfile
+import threading
+
+from ansible_collections.specdec.bench.plugins.module_utils._common import atomic_write, finite
+from ansible_collections.specdec.bench.plugins.module_utils._harness import from_sglang_client, result_row
+from ansible_collections.specdec.bench.plugins.module_utils._harness_run import STOP_GRACE_S, workload, write_row
+
+# SGLang's benchmark client moved from sglang.bench_serving to sglang.benchmark.serving; the newer is tried first.
+CLIENT_MODULES = ('sglang.benchmark.serving', 'sglang.bench_serving')
+FIND_SPEC = 'import importlib.util, sys; raise SystemExit(importlib.util.find_spec(sys.argv[1]) is None)'
+CLIENT_SETUP_S = 180.0  # imports, tokenizer, cache flush
+
+
+def sglang_command(python, client, params, output_file):
+    """The SGLang client's argument list for the options; the workload flags mirror the builtin harness."""
+    rate = finite(params['request_rate'])
+    command = [
+        python, '-m', client, '--backend', 'sglang', '--base-url', params['base_url'],
+        '--dataset-name', 'random-ids', '--random-input-len', str(params['input_len']),
+        '--random-output-len', str(params['output_len']), '--random-range-ratio', '1.0',
+        '--num-prompts', str(params['num_prompts']), '--max-concurrency', str(params['concurrency']),
+        '--request-rate', 'inf' if rate is None else repr(rate), '--seed', str(params['seed']),
+        '--warmup-requests', str(params['warmup_requests']), '--output-file', output_file,
+    ]
+    if params['flush_cache']:
+        command.append('--flush-cache')
+    if params['tokenizer']:
+        command += ['--tokenizer', params['tokenizer']]
+    return command + list(params['extra_args'])
+
+
+def client_deadline(params, limits):
+    """Seconds SGLang's client may run: its start-up and flush, its warm-up, the measured run."""
+    warmup = limits['request_deadline'] if params['warmup_requests'] > 0 else 0.0
+    return CLIENT_SETUP_S + warmup + limits['run_deadline']
+
+
+def find_client(module, python):
+    for client in CLIENT_MODULES:
+        rc, _out, _err = module.run_command([python, '-c', FIND_SPEC, client])
+        if rc == 0:
+            return client
+    return None
+
+
+class ClientStopper:
+    """Stops SGLang's client once `seconds` have passed: SIGTERM, then SIGKILL STOP_GRACE_S later.
+
+    Given to run_command as before_communicate_callback, which hands it the started process.
+    """
+
+    def __init__(self, seconds):
+        self.seconds = seconds
+        self.stopped = False
+        self._timer = None
+
+    def __call__(self, process):
+        self._timer = threading.Timer(self.seconds, self._stop, (process,))
+        self._timer.daemon = True
+        self._timer.start()
+
+    def _stop(self, process):
+        self.stopped = True
+        try:
+            process.send_signal(signal.SIGTERM)
+            process.wait(STOP_GRACE_S)
+        except subprocess.TimeoutExpired:
+            process.kill()
+        except OSError:
+            pass  # it ended meanwhile
+
+    def cancel(self):
+        if self._timer is not None:
+            self._timer.cancel()
+
+
+def run_sglang(module, params, limits, result_path, raw_path, log_path):
+    """Run SGLang's client once, stopped at its deadline, and map its line. Returns (row, error or None, command)."""
+    python = params['python']
+    if os.sep not in python:
+        python = module.get_bin_path(python, required=True)
+    client = find_client(module, python)
+    if client is None:
+        module.fail_json(msg='SGLang\'s benchmark client (%s) cannot be imported by %s' % (' or '.join(CLIENT_MODULES), python))
+    # the client appends to its output file: give it a fresh one, renamed into place once it is done
+    handle, partial = tempfile.mkstemp(prefix='.%s.' % os.path.basename(raw_path), suffix='.partial', dir=params['output_dir'])
+    os.close(handle)
+    command = sglang_command(python, client, params, partial)
+    environ = dict((str(key), str(value)) for key, value in params['environment'].items())
+    deadline = client_deadline(params, limits)
+    stopper = ClientStopper(deadline)
+    try:
+        rc, out, err = module.run_command(command, environ_update=environ, before_communicate_callback=stopper)
+        stopper.cancel()
+        with open(partial, encoding='utf-8', errors='replace') as stream:
+            text = stream.read()
+    finally:
+        if os.path.exists(partial):
+            os.unlink(partial)
+    atomic_write(log_path, out + err, fsync=True)
+    atomic_write(raw_path, text, fsync=True)
+    error = None if rc == 0 else 'the SGLang client exited with %d: %s' % (rc, (err or out).strip()[-2000:])
+    if stopper.stopped:
+        error = 'DeadlineExceeded: the SGLang client ran past its deadline of %g s and was stopped' % deadline
+    try:
+        row = from_sglang_client(text, raw_file=raw_path, interrupted=rc != 0, **workload(params))
+    except ValueError as exc:
+        row = result_row(harness='sglang', completed=0, failed=params['num_prompts'], complete=False, raw_file=raw_path,
+                         errors=[error or str(exc)], **workload(params))
+        error = error or 'no result from the SGLang client: %s' % exc
+    write_row(result_path, row)
+    return row, error, command
