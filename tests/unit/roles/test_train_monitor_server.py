@@ -24,10 +24,11 @@ import time
 
 import pytest
 
+from ansible_collections.specdec.bench.plugins.modules import train_monitor_install
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 FILES = os.path.join(REPO, 'roles', 'train_monitor', 'files')
 PARSER = os.path.join(REPO, 'plugins', 'module_utils', '_train_log.py')
-SUPERVISOR = os.path.join(REPO, 'plugins', 'module_utils', '_supervisor.py')
 DEADLINE = 15
 # A log burst as after a stalled run's buffers flush: tens of MB at once.
 BURST_BYTES = 50 * 1024 * 1024
@@ -50,10 +51,12 @@ class Service:
         self.log = os.path.join(self.run_dir, 'train.log')
         self.unit_file = os.path.join(root, 'unit-state')
         os.makedirs(self.run_dir)
-        # As the role installs it: the service's files, and the collection's parser beside them.
+        # As the role installs it: the service's files, and the collection's parser and supervisor reader beside
+        # them, as specdec.bench.train_monitor_install writes them from its payload.
         shutil.copytree(FILES, self.install)
-        shutil.copy(PARSER, os.path.join(self.install, '_train_log.py'))
-        shutil.copy(SUPERVISOR, os.path.join(self.install, '_supervisor.py'))
+        for name, source in train_monitor_install.library_sources().items():
+            with open(os.path.join(self.install, name), 'wb') as handle:
+                handle.write(source)
         self.systemctl = os.path.join(root, 'systemctl')
         with open(self.systemctl, 'w', encoding='utf-8') as handle:
             handle.write('#!/bin/sh\ncat %s\n' % self.unit_file)
