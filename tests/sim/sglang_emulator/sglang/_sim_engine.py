@@ -33,24 +33,42 @@ WORDS = (
 ).split()
 
 
+# Output ids outside [WORD_ID_MIN, WORD_ID_END) are special tokens (EOS): no text, as SGLang's detokenizer skips
+# special tokens by default (sampling_params.skip_special_tokens=True).
+WORD_ID_MIN, WORD_ID_END = 1000, 32000
+
+
 def detokenize(ids) -> str:
     """Text for output token ids: each id is one word, so text grows with the ids (prefix-stable)."""
-    return "".join(" " + WORDS[token % len(WORDS)] for token in ids)
+    return "".join(" " + WORDS[token % len(WORDS)] for token in ids if WORD_ID_MIN <= token < WORD_ID_END)
 
 
 class GenRequest:
-    """One sequence being generated; the engine appends to it, an HTTP thread reads it."""
+    """One sequence being generated; the engine appends to it, an HTTP thread reads it.
+
+    ``tau``: the request's own mean accepted tokens per verify step (the workload's when None); ``eos_at``: the
+    output length at which the model emits ``eos_id`` and stops (None: never, as with ignore_eos)."""
 
     def __init__(self, rid: str, prompt_tokens: int, max_new_tokens: int, seed: int,
                  workload: model.Workload, sink, index: int = 0, stream: bool = False,
-                 crash_trigger: bool = False, internal: bool = False):
+                 crash_trigger: bool = False, internal: bool = False, tau: Optional[float] = None,
+                 eos_at: Optional[int] = None, eos_id: int = 2):
         self.rid = rid
         self.prompt_tokens = prompt_tokens
         self.max_new_tokens = max(0, int(max_new_tokens))
-        self.sampler = model.AcceptanceSampler(workload, seed)
+        self.sampler = model.AcceptanceSampler(workload, seed, tau)
         self.planned_ids = model.token_ids(seed, self.max_new_tokens)
+        self.eos_id = eos_id
+        self.stops_at_eos = eos_at is not None and 0 < eos_at <= self.max_new_tokens
+        self.limit = eos_at if self.stops_at_eos else self.max_new_tokens
+        if self.stops_at_eos:
+            self.planned_ids[eos_at - 1] = eos_id
+        self.num_draft_tokens = max(1, int(workload.num_draft_tokens))
         self.output_ids: List[int] = []
         self.verify_ct = 0
+        # Per verify step, the drafted tokens it committed beyond the bonus one (SGLang's num_correct_drafts).
+        self.num_correct_drafts = 0
+        self.correct_drafts_histogram: List[int] = []
         self.sink = sink
         self.index = index
         self.stream = stream
@@ -74,9 +92,9 @@ class GenRequest:
         return len(self.output_ids)
 
     def emit(self, count: int) -> None:
-        take = min(count, self.max_new_tokens - len(self.output_ids))
+        take = min(count, self.limit - len(self.output_ids))
         self.output_ids.extend(self.planned_ids[len(self.output_ids):len(self.output_ids) + take])
-        if len(self.output_ids) >= self.max_new_tokens:
+        if len(self.output_ids) >= self.limit:
             self.finished = True
             self.finished_at = time.perf_counter()
         self.sink.put((self.index, len(self.output_ids), self.verify_ct, self.finished))
@@ -114,12 +132,38 @@ class GenRequest:
                 self._delivery.wait(min(remaining, 0.1))
         return True
 
+    def verified(self, committed: int) -> None:
+        """One verify step committed ``committed`` tokens (the bonus token and the drafts it accepted)."""
+        self.verify_ct += 1
+        correct = max(0, committed - 1)
+        self.num_correct_drafts += correct
+        if len(self.correct_drafts_histogram) <= correct:
+            self.correct_drafts_histogram.extend([0] * (correct + 1 - len(self.correct_drafts_histogram)))
+        self.correct_drafts_histogram[correct] += 1
+
+    def finish_reason(self) -> dict:
+        """SGLang's finish reason (FINISH_MATCHED_TOKEN / FINISH_LENGTH .to_json() in managers/schedule_batch.py)."""
+        if self.stops_at_eos and len(self.output_ids) >= self.limit:
+            return {"type": "stop", "matched": self.eos_id}
+        return {"type": "length", "length": self.max_new_tokens}
+
     def meta_info(self, final: bool, spec: bool, weight_version: str = "default",
                   completion_tokens: Optional[int] = None) -> dict:
-        """SGLang's meta_info, after `completion_tokens` output tokens (default: all generated so far)."""
+        """SGLang 0.5.23's meta_info, after `completion_tokens` output tokens (default: all generated so far).
+
+        As sglang/srt/managers/tokenizer_manager.py builds it: the keys id .. num_retractions at line 2507,
+        reasoning_tokens, completion_tokens and cached_tokens at 2555-2557, e2e_latency on the final output only
+        (2753), then for a speculative server on the final output only (2755, _calculate_spec_decoding_metrics at
+        3138-3207): spec_accept_rate = num_correct_drafts / num_proposed_drafts (no bonus token), spec_accept_length
+        = completion_tokens / spec_verify_ct (bonus included), spec_num_correct_drafts, spec_num_proposed_drafts =
+        spec_verify_ct * (speculative_num_draft_tokens - 1), spec_verify_ct (verify steps of this request, counted
+        in scheduler_components/batch_result_processor.py:832; the prefill's first token is no verify step) and
+        spec_correct_drafts_histogram (steps per number of correct drafts, schedule_batch.py:1566). Those are added
+        only when num_proposed_drafts > 0. Here a step's correct drafts are the tokens it committed less the bonus
+        one, so a step cut short by EOS or max_new_tokens counts what it kept."""
         meta = {
             "id": self.rid,
-            "finish_reason": {"type": "length", "length": self.max_new_tokens} if final else None,
+            "finish_reason": self.finish_reason() if final else None,
             "prompt_tokens": self.prompt_tokens,
             "weight_version": weight_version,
             "num_retractions": 0,
@@ -129,9 +173,15 @@ class GenRequest:
         }
         if final:
             meta["e2e_latency"] = (self.finished_at or time.perf_counter()) - self.started
-            if spec and self.verify_ct > 0:
+            proposed = self.verify_ct * (self.num_draft_tokens - 1)
+            if spec and self.verify_ct > 0 and proposed > 0:
+                meta["spec_accept_rate"] = self.num_correct_drafts / proposed
                 meta["spec_accept_length"] = self.completion_tokens / self.verify_ct
+                meta["spec_num_correct_drafts"] = self.num_correct_drafts
+                meta["spec_num_proposed_drafts"] = proposed
                 meta["spec_verify_ct"] = self.verify_ct
+                if self.correct_drafts_histogram:
+                    meta["spec_correct_drafts_histogram"] = list(self.correct_drafts_histogram)
         return meta
 
 
@@ -332,10 +382,9 @@ class Engine:
             for req in running:
                 if req.aborted or req.finished:
                     continue
-                before = req.completion_tokens
-                req.verify_ct += 1
-                req.emit(req.sampler.next())
-                gained = req.completion_tokens - before
+                gained = min(req.sampler.next(), req.limit - req.completion_tokens)
+                req.verified(gained)  # before emit: the HTTP side reads the counts once the sink has the step
+                req.emit(gained)
                 accepted_total += gained
                 self._count_generated(req, gained)
                 if req.finished:

@@ -235,10 +235,12 @@ class AcceptanceSampler:
     ``max_accept - 1`` drafted positions, so the long-run mean is ``expected_tau``.
     """
 
-    def __init__(self, wl: Workload, seed: int):
+    def __init__(self, wl: Workload, seed: int, tau: Optional[float] = None):
+        """``tau``: this request's own mean (``request_tau``); the workload's ``expected_tau`` when None."""
         self.rng = random.Random(seed)
         self.max_accept = 1 if wl.method == AUTOREGRESSIVE else max(1, int(wl.num_draft_tokens))
-        self.alpha = alpha_for_tau(expected_tau(wl), self.max_accept) if self.max_accept > 1 else 0.0
+        target = expected_tau(wl) if tau is None else tau
+        self.alpha = alpha_for_tau(target, self.max_accept) if self.max_accept > 1 else 0.0
 
     def next(self) -> int:
         accepted = 1
@@ -251,3 +253,82 @@ def token_ids(seed: int, count: int, vocab_size: int = 32000):
     """Deterministic output token ids for a request."""
     rng = random.Random(seed ^ 0x5EED)
     return [rng.randrange(1000, vocab_size) for _token in range(count)]
+
+
+# ---------------------------------------------------------------------------------------------
+# What a request's content does to acceptance and to its length
+
+# The drafted gain (tau - 1) of each kind of prompt relative to open chat, for the same drafter at temperature 0.
+# Rounded from published per-dataset tau of block-diffusion drafters, taking MT-Bench as chat = 1.0:
+# - DFlash (arXiv 2602.06036; z-lab/Qwen3-4B-DFlash-b16 in SGLang, T=0, thinking off, as re-measured in a public
+#   training log): gsm8k 6.27, math500 8.24, humaneval 6.72, mbpp 5.61, mt-bench 3.43 -> math 2.2-3.0, code 1.9-2.4;
+# - DDTree (arXiv 2604.12989, Qwen3-8B, T=0): gsm8k ~9.3-9.5, humaneval ~9.7-10.7, mt-bench ~6.1 -> math ~1.6,
+#   code ~1.7-1.9.
+# Neither paper measures translation or summarization; Spec-Bench (Xia et al., 2024) ranks both below MT-Bench
+# for every drafter it runs, translation lowest: those two levels follow that order.
+CONTENT_LEVELS = {
+    "math": 2.0,
+    "code": 1.9,
+    "chat": 1.0,
+    "summarization": 0.8,
+    "translation": 0.65,
+}
+# Typical answer lengths (tokens, thinking off) behind the deterministic EOS position: short for translation and
+# summaries, a few hundred for math and code, longest for open chat. Rough figures, not measured ones.
+CONTENT_ANSWER_TOKENS = {"math": 260, "code": 320, "chat": 420, "summarization": 160, "translation": 110}
+# Temperature lowers acceptance: DDTree and DFlash both report T=1 tau roughly a fifth below T=0.
+TEMPERATURE_GAIN_DROP = 0.25
+MIN_ANSWER_TOKENS = 8
+
+_TRANSLATION_MARKS = ("translate", "translation", "into english", "into french", "into german", "into chinese",
+                      "into spanish", "into japanese")
+_SUMMARY_MARKS = ("summarize", "summarise", "summary", "tl;dr", "tldr", "key points")
+_CODE_MARKS = ("```", "def ", "return ", "return(", "function", "class ", "import ", "#include", "=>", "python",
+               "javascript", "write a program", "implement", "code")
+_MATH_MARKS = ("solve", "calculate", "compute", "equation", "how many", "how much", "sum of", "integer",
+               "probability", "prove", "find the value", "percent", "remainder", "\\frac", "math")
+_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+
+
+def content_category(text: Optional[str]) -> str:
+    """The kind of prompt its words say it is: translation, summarization, code, math, or chat (the rest).
+
+    The server only sees text: an instruction to translate or summarize wins, then whichever of code or math has
+    more marks (numbers and ``=`` count towards math), and a prompt with fewer than two marks is chat."""
+    if not text:
+        return "chat"
+    lowered = text.lower()
+    if any(mark in lowered for mark in _TRANSLATION_MARKS):
+        return "translation"
+    if any(mark in lowered for mark in _SUMMARY_MARKS):
+        return "summarization"
+    code = sum(lowered.count(mark) for mark in _CODE_MARKS)
+    math_score = (sum(lowered.count(mark) for mark in _MATH_MARKS) + lowered.count("=")
+                  + min(len(_NUMBER.findall(lowered)), 8) / 2.0)
+    if max(code, math_score) < 2:
+        return "chat"
+    return "code" if code >= math_score else "math"
+
+
+def temperature_factor(temperature: Optional[float]) -> float:
+    """How much of the drafted gain survives sampling at ``temperature`` (1 at greedy decoding)."""
+    return 1.0 / (1.0 + TEMPERATURE_GAIN_DROP * max(0.0, float(temperature or 0.0)))
+
+
+def request_tau(wl: Workload, category: str, temperature: Optional[float], content_seed: int) -> float:
+    """Mean tokens per verify step of one request: the draft's tau, its gain scaled by the content's level, the
+    temperature and a +-10% per-prompt spread (deterministic in ``content_seed``), within [1, block]."""
+    base = expected_tau(wl)
+    if base <= 1.0:
+        return 1.0
+    spread = 0.9 + 0.2 * random.Random(content_seed ^ 0x7A0).random()
+    gain = (base - 1.0) * CONTENT_LEVELS.get(category, 1.0) * temperature_factor(temperature) * spread
+    return min(float(max(1, int(wl.num_draft_tokens))), 1.0 + gain)
+
+
+def eos_position(category: str, content_seed: int) -> int:
+    """After how many output tokens the model emits EOS (that token included), from the prompt alone: a
+    log-normal spread around the content's typical answer length."""
+    median = CONTENT_ANSWER_TOKENS.get(category, CONTENT_ANSWER_TOKENS["chat"])
+    draw = random.Random(content_seed ^ 0xE05).lognormvariate(0.0, 0.5)
+    return max(MIN_ANSWER_TOKENS, int(round(median * draw)))

@@ -189,6 +189,22 @@ class SimServer:
         self.workload: Optional[model.Workload] = None
         self.hardware: Optional[model.Hardware] = None
         self.weight_version = "default"
+        self.eos_id = eos_token_id(args["model_path"])
+
+    # ---- what a request's content makes of it ------------------------------------------------
+
+    def plan(self, content, temperature, ignore_eos: bool):
+        """(tau, eos_at) of a request: its acceptance and where it stops follow its content, deterministically.
+
+        ``content`` is the prompt as the server sees it (text, or token ids: those read as chat, having no words);
+        ``temperature`` as SGLang's sampling params take it (default 1.0); ``ignore_eos`` as SGLang's (default
+        False): with it the request runs to max_new_tokens, as before."""
+        text = content if isinstance(content, str) else None
+        category = model.content_category(text)
+        content_seed = model.request_seed("content", content)
+        tau = model.request_tau(self.workload, category, temperature, content_seed) if self.spec else None
+        eos_at = None if ignore_eos else model.eos_position(category, content_seed)
+        return tau, eos_at
 
     # ---- start-up ---------------------------------------------------------------------------
 
@@ -565,6 +581,50 @@ def _url_host(host: str) -> str:
     return "[%s]" % host if ":" in host else host
 
 
+def eos_token_id(model_path: Optional[str]) -> int:
+    """The target's EOS id as its folder gives it (generation_config.json, then config.json; the first of a list),
+    else Qwen's <|im_end|> (151645) for a Qwen name and 2 otherwise."""
+    for name in ("generation_config.json", "config.json"):
+        value = (_read_json(os.path.join(model_path or "", name)) or {}).get("eos_token_id")
+        if isinstance(value, list) and value:
+            value = value[0]
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    return 151645 if "qwen" in (model_path or "").lower() else 2
+
+
+def _number(value, default: float, name: str) -> float:
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise BadRequest("%s must be a number." % name)
+    return float(value)
+
+
+def _flag(value, name: str) -> bool:
+    if value is None:
+        return False
+    if not isinstance(value, bool):
+        raise BadRequest("%s must be a boolean." % name)
+    return value
+
+
+def render_chat(messages, chat_template_kwargs: Optional[dict]) -> str:
+    """The prompt Qwen3's chat template makes of plain text messages with add_generation_prompt=True: ChatML turns,
+    the assistant's header, and an empty think block when chat_template_kwargs has enable_thinking=False. (The
+    emulator has no jinja2; the collection renders the model's own template in plugin_utils/chat_template.py.)"""
+    parts = []
+    for message in messages:
+        content = message.get("content") or ""
+        if isinstance(content, list):
+            content = "".join(part.get("text", "") for part in content if isinstance(part, dict))
+        parts.append("<|im_start|>%s\n%s<|im_end|>\n" % (message.get("role") or "user", content))
+    parts.append("<|im_start|>assistant\n")
+    if (chat_template_kwargs or {}).get("enable_thinking") is False:
+        parts.append("<think>\n\n</think>\n\n")
+    return "".join(parts)
+
+
 def approx_tokens(text: str) -> int:
     """Prompt tokens for text: about four bytes per token, as BPE tokenizers give for English."""
     return max(1, int(math.ceil(len(text.encode("utf-8")) / 4.0)))
@@ -788,8 +848,8 @@ class Handler(BaseHTTPRequestHandler):
     # -- generation ------------------------------------------------------------------------
 
     def _submit(self, prompt_tokens: List[int], max_tokens: List[int], seeds: List[int], rids: List[str],
-                stream: bool):
-        """Queue one request per prompt; returns (requests, sink)."""
+                stream: bool, plans=None):
+        """Queue one request per prompt, each with its (tau, eos_at) plan; returns (requests, sink)."""
         sim = self.sim
         for n, m in zip(prompt_tokens, max_tokens):
             if m is not None and n + m > sim.context_len:
@@ -803,10 +863,12 @@ class Handler(BaseHTTPRequestHandler):
                                  % (n, sim.context_len))
         sink: "queue.Queue" = queue.Queue()
         reqs = []
-        for i, (n, m, seed, rid) in enumerate(zip(prompt_tokens, max_tokens, seeds, rids)):
+        plans = plans or [(None, None)] * len(prompt_tokens)
+        for i, (n, m, seed, rid, (tau, eos_at)) in enumerate(zip(prompt_tokens, max_tokens, seeds, rids, plans)):
             trigger = sim.note_generate()
             req = GenRequest(rid, n, DEFAULT_MAX_NEW_TOKENS if m is None else m, seed, sim.workload, sink,
-                             index=i, stream=stream, crash_trigger=trigger)
+                             index=i, stream=stream, crash_trigger=trigger, tau=tau, eos_at=eos_at,
+                             eos_id=sim.eos_id)
             reqs.append(req)
         for req in reqs:
             sim.pick_engine().submit(req)
@@ -878,16 +940,23 @@ class Handler(BaseHTTPRequestHandler):
             counts = [len(ids) for ids in prompts]
         params = body.get("sampling_params") or {}
         params_list = params if isinstance(params, list) else [params] * len(prompts)
-        max_tokens = []
-        for p in params_list:
-            value = (p or {}).get("max_new_tokens", DEFAULT_MAX_NEW_TOKENS)
+        max_tokens, plans, seeds = [], [], []
+        for prompt, p in zip(prompts, params_list):
+            p = p or {}
+            value = p.get("max_new_tokens", DEFAULT_MAX_NEW_TOKENS)
             max_tokens.append(DEFAULT_MAX_NEW_TOKENS if value is None else int(value))
+            # SamplingParams' defaults (sglang/srt/sampling/sampling_params.py): temperature 1.0, ignore_eos False
+            temperature = _number(p.get("temperature"), 1.0, "temperature")
+            plans.append(self.sim.plan(prompt, temperature, _flag(p.get("ignore_eos"), "ignore_eos")))
+            # greedy decoding ignores the seed; sampling follows sampling_seed when one is given
+            sampling_seed = p.get("sampling_seed") if temperature > 0 else None
+            seeds.append(model.request_seed(prompt, max_tokens[-1]) if sampling_seed is None
+                         else model.request_seed(prompt, max_tokens[-1], sampling_seed))
         rid = body.get("rid")
         rids = rid if isinstance(rid, list) else [rid] * len(prompts)
         rids = [r or uuid.uuid4().hex for r in rids]
-        seeds = [model.request_seed(p, m) for p, m in zip(prompts, max_tokens)]
         stream = bool(body.get("stream"))
-        reqs, sink = self._submit(counts, max_tokens, seeds, rids, stream)
+        reqs, sink = self._submit(counts, max_tokens, seeds, rids, stream, plans)
         if not stream:
             for _update in self._updates(reqs, sink):  # run to completion
                 pass
@@ -910,15 +979,51 @@ class Handler(BaseHTTPRequestHandler):
         return {"prompt_tokens": prompt, "total_tokens": prompt + completion, "completion_tokens": completion,
                 "prompt_tokens_details": None, "reasoning_tokens": 0}
 
-    def _openai_common(self, body: dict, prompt_tokens: int, seed_source, default_max: int):
+    def _openai_common(self, body: dict, prompt_tokens: int, seed_source, default_max: int, content=None):
+        """Queue the n choices of an OpenAI request; ``content`` is the prompt text the server generates from."""
         max_tokens = body.get("max_completion_tokens", body.get("max_tokens"))
         max_tokens = default_max if max_tokens is None else int(max_tokens)
         n = int(body.get("n") or 1)
         seeds = [model.request_seed(seed_source, max_tokens, i) for i in range(n)]
+        # The request models' defaults (sglang/srt/entrypoints/openai/protocol.py): temperature 1.0, ignore_eos False
+        plan = self.sim.plan(seed_source if content is None else content,
+                             _number(body.get("temperature"), 1.0, "temperature"),
+                             _flag(body.get("ignore_eos"), "ignore_eos"))
         rid = uuid.uuid4().hex
         reqs, sink = self._submit([prompt_tokens] * n, [max_tokens] * n, seeds,
-                                  ["%s-%d" % (rid, i) if n > 1 else rid for i in range(n)], bool(body.get("stream")))
+                                  ["%s-%d" % (rid, i) if n > 1 else rid for i in range(n)], bool(body.get("stream")),
+                                  [plan] * n)
         return rid, reqs, sink
+
+    def _spec_details(self, reqs, body: dict) -> Optional[dict]:
+        """The response's sglext when the request asks for return_spec_tokens_details on a speculative server:
+        {"spec_tokens_details": one SpecTokensDetails (a list when n > 1)}, as serving_chat.py:2704-2729 and
+        serving_completions.py:445-473 build it from each choice's meta_info (utils.py:310-338: every field,
+        0 / [] where meta_info lacks it)."""
+        if not body.get("return_spec_tokens_details") or not self.sim.spec:
+            return None
+        details = []
+        for req in reqs:
+            meta = req.meta_info(True, True, self.sim.weight_version)
+            if "spec_verify_ct" not in meta:
+                continue
+            details.append({
+                "spec_accept_rate": meta["spec_accept_rate"], "spec_accept_length": meta["spec_accept_length"],
+                "spec_cap_length": 0.0, "spec_block_accept_length": 0.0,
+                "spec_num_correct_drafts": meta["spec_num_correct_drafts"],
+                "spec_num_proposed_drafts": meta["spec_num_proposed_drafts"],
+                "spec_verify_ct": meta["spec_verify_ct"],
+                "spec_correct_drafts_histogram": meta.get("spec_correct_drafts_histogram", []),
+                "spec_cap_lens_histogram": []})
+        if not details:
+            return None
+        return {"spec_tokens_details": details if len(reqs) > 1 else details[0]}
+
+    @staticmethod
+    def _choice_finish(req: GenRequest):
+        """(finish_reason, matched_stop) of an OpenAI choice, from SGLang's finish reason."""
+        reason = req.finish_reason()
+        return reason["type"], reason.get("matched")
 
     def route_completions(self):
         body = self._json_body()
@@ -931,17 +1036,24 @@ class Handler(BaseHTTPRequestHandler):
             count = sum(approx_tokens(p) if isinstance(p, str) else len(p) for p in prompt)
         else:
             count = approx_tokens(str(prompt))
-        rid, reqs, sink = self._openai_common(body, count, prompt, 16)
+        text = prompt if isinstance(prompt, str) else (
+            "".join(p for p in prompt if isinstance(p, str)) if isinstance(prompt, list) else str(prompt))
+        rid, reqs, sink = self._openai_common(body, count, prompt, 16, text or None)
         model_name = body.get("model") or self.sim.args["served_model_name"]
         created = int(time.time())
         if not body.get("stream"):
             for _update in self._updates(reqs, sink):  # run to completion
                 pass
-            self._json(200, {
+            out = {
                 "id": rid, "object": "text_completion", "created": created, "model": model_name,
-                "choices": [{"index": r.index, "text": detokenize(r.output_ids), "logprobs": None,
-                             "finish_reason": "length", "matched_stop": None} for r in reqs],
-                "usage": self._usage(reqs), "metadata": {"weight_version": self.sim.weight_version}})
+                "choices": [dict(zip(("index", "text", "logprobs", "finish_reason", "matched_stop"),
+                                     (r.index, detokenize(r.output_ids), None) + self._choice_finish(r)))
+                            for r in reqs],
+                "usage": self._usage(reqs), "metadata": {"weight_version": self.sim.weight_version}}
+            sglext = self._spec_details(reqs, body)
+            if sglext:
+                out["sglext"] = sglext
+            self._json(200, out)
             return
         sent = {r.index: 0 for r in reqs}
         include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
@@ -950,10 +1062,15 @@ class Handler(BaseHTTPRequestHandler):
             for req, count, finished in self._updates(reqs, sink):
                 delta = req.output_ids[sent[req.index]:count]
                 sent[req.index] += len(delta)
+                reason, matched = self._choice_finish(req) if finished else (None, None)
                 self._event({"id": rid, "object": "text_completion", "created": created, "model": model_name,
                              "choices": [{"index": req.index, "text": detokenize(delta), "logprobs": None,
-                                          "finish_reason": "length" if finished else None, "matched_stop": None}],
+                                          "finish_reason": reason, "matched_stop": matched}],
                              "usage": None})
+            sglext = self._spec_details(reqs, body)
+            if sglext:
+                self._event({"id": rid, "object": "text_completion", "created": created, "model": model_name,
+                             "choices": [], "usage": None, "sglext": sglext})
             if include_usage:
                 self._event({"id": rid, "object": "text_completion", "created": created, "model": model_name,
                              "choices": [], "usage": self._usage(reqs)})
@@ -967,25 +1084,29 @@ class Handler(BaseHTTPRequestHandler):
         messages = body.get("messages")
         if not isinstance(messages, list) or not messages:
             raise BadRequest("messages must be a non-empty list.")
-        count = 3
-        for message in messages:
-            content = (message or {}).get("content") or ""
-            if isinstance(content, list):
-                content = " ".join(part.get("text", "") for part in content if isinstance(part, dict))
-            count += 4 + approx_tokens(str(content))
-        rid, reqs, sink = self._openai_common(body, count, json.dumps(messages, sort_keys=True), 8192)
+        if not all(isinstance(m, dict) for m in messages):
+            raise BadRequest("messages must be a list of objects.")
+        kwargs = body.get("chat_template_kwargs")
+        if kwargs is not None and not isinstance(kwargs, dict):
+            raise BadRequest("chat_template_kwargs must be an object.")  # Optional[Dict] in ChatCompletionRequest
+        prompt = render_chat(messages, kwargs)
+        rid, reqs, sink = self._openai_common(body, approx_tokens(prompt), prompt, 8192, prompt)
         model_name = body.get("model") or self.sim.args["served_model_name"]
         created = int(time.time())
         if not body.get("stream"):
             for _update in self._updates(reqs, sink):  # run to completion
                 pass
-            self._json(200, {
+            out = {
                 "id": rid, "object": "chat.completion", "created": created, "model": model_name,
-                "choices": [{"index": r.index,
-                             "message": {"role": "assistant", "content": detokenize(r.output_ids).lstrip(),
-                                         "reasoning_content": None, "tool_calls": None},
-                             "logprobs": None, "finish_reason": "length", "matched_stop": None} for r in reqs],
-                "usage": self._usage(reqs), "metadata": {"weight_version": self.sim.weight_version}})
+                "choices": [dict(zip(("index", "message", "logprobs", "finish_reason", "matched_stop"), (
+                    r.index, {"role": "assistant", "content": detokenize(r.output_ids).lstrip(),
+                              "reasoning_content": None, "tool_calls": None}, None) + self._choice_finish(r)))
+                    for r in reqs],
+                "usage": self._usage(reqs), "metadata": {"weight_version": self.sim.weight_version}}
+            sglext = self._spec_details(reqs, body)
+            if sglext:
+                out["sglext"] = sglext
+            self._json(200, out)
             return
         sent = {r.index: 0 for r in reqs}
         include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
@@ -1009,10 +1130,15 @@ class Handler(BaseHTTPRequestHandler):
                                  "choices": [{"index": req.index, "delta": {"content": piece}, "logprobs": None,
                                               "finish_reason": None, "matched_stop": None}], "usage": None})
                 if finished:
+                    reason, matched = self._choice_finish(req)
                     self._event({"id": rid, "object": "chat.completion.chunk", "created": created,
                                  "model": model_name,
                                  "choices": [{"index": req.index, "delta": {}, "logprobs": None,
-                                              "finish_reason": "length", "matched_stop": None}], "usage": None})
+                                              "finish_reason": reason, "matched_stop": matched}], "usage": None})
+            sglext = self._spec_details(reqs, body)
+            if sglext:  # after every choice has finished, before the usage chunk (serving_chat.py:2756)
+                self._event({"id": rid, "object": "chat.completion.chunk", "created": created, "model": model_name,
+                             "choices": [], "usage": None, "sglext": sglext})
             if include_usage:
                 self._event({"id": rid, "object": "chat.completion.chunk", "created": created, "model": model_name,
                              "choices": [], "usage": self._usage(reqs)})
