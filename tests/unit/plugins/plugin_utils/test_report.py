@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy
 import pytest
 
-from ansible_collections.specdec.bench.plugins.plugin_utils import report as report_utils
+from ansible_collections.specdec.bench.plugins.plugin_utils import report_plots
 from ansible_collections.specdec.bench.plugins.plugin_utils.report import ReportError, generate
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -240,7 +240,7 @@ def test_plots_are_non_empty_pngs_of_sane_size(campaign, name):
 
 def test_plot_series_are_the_rows(campaign):
     rows = campaign['made']['report']['rows']
-    series = report_utils.plot_series(rows, 'ct200')
+    series = report_plots.plot_series(rows, 'ct200')
     assert series['tps'] == [1, 4]
     tp1 = series['budget'][1][(4, 1)]
     assert [point[0] for point in tp1] == [16, 32, 64, 128]  # 256 was infeasible
@@ -312,29 +312,14 @@ def test_broken_json_names_the_file(tmp_path):
     assert made['report']['rows'][0]['status'] == 'invalid'
 
 
-def test_tex_escape():
-    assert report_utils.tex_escape('a_b & 50% #1 {x}') == r'a\_b \& 50\% \#1 \{x\}'
+def test_without_a_layout_the_report_reads_the_common_results_layout(campaign, tmp_path):
+    made = generate(str(campaign['root']), 'qwen', str(tmp_path), plots=False)
+    assert (tmp_path / 'results.csv').read_bytes() == (campaign['out'] / 'results.csv').read_bytes()
+    assert made['skipped_files'] == []
 
 
-def test_figures_are_drawn_again_only_when_their_input_or_file_changed(tmp_path, monkeypatch):
-    root = tmp_path / 'results'
-    synth.make_campaign(root, 'ct200', 'c', synth.ct200_matrix(tps=(1,), budgets=(16, 64)), concurrency=(1, 4))
-    synth.make_campaign(root, 'a100box', 'c', synth.ct200_matrix(tps=(2,), budgets=(16, 64)), concurrency=(1, 4), seed=5)
-    out = tmp_path / 'out'
-    first = generate(str(root), 'c', str(out), synth.LAYOUT)
-    pngs = sorted(name for name in first['files'] if name.endswith('.png'))
-    assert len(pngs) == 6 and set(pngs) <= set(first['changed'])
-    drawn = []
-    real_draw = report_utils._draw  # pylint: disable=protected-access
-    monkeypatch.setattr(report_utils, '_draw', lambda spec: drawn.append(spec['title']) or real_draw(spec))
-    again = generate(str(root), 'c', str(out), synth.LAYOUT)
-    assert drawn == [] and again['changed'] == [] and sorted(n for n in again['files'] if n.endswith('.png')) == pngs
-    (out / 'throughput_vs_concurrency-ct200.png').unlink()
-    result = root / 'a100box' / 'c' / 'tp2-ddtree-b64-k4' / 'result-c4.json'
-    row = json.loads(result.read_text())
-    row['output_throughput'] *= 2
-    result.write_text(json.dumps(row))
-    third = generate(str(root), 'c', str(out), synth.LAYOUT)
-    assert sorted(name for name in third['changed'] if name.endswith('.png')) == [
-        'speedup_vs_budget-a100box.png', 'throughput_vs_concurrency-a100box.png', 'throughput_vs_concurrency-ct200.png']
-    assert len(drawn) == 3  # the acceptance length plot of a100box did not change: not drawn
+@pytest.mark.parametrize('campaign_id', ['q' * 65, 'qwen\n', 'Qwen'])
+def test_a_campaign_id_is_a_specdec_id(campaign, tmp_path, campaign_id):
+    with pytest.raises(ReportError, match='allowed: a campaign id matching .*, at most 64 characters'):
+        generate(str(campaign['root']), campaign_id, str(tmp_path / 'out'))
+    assert not (tmp_path / 'out').exists()

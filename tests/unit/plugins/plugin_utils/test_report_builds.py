@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.specdec.bench.plugins.plugin_utils.report import build_label, check_plan, generate
+from ansible_collections.specdec.bench.plugins.plugin_utils.report import generate
+from ansible_collections.specdec.bench.plugins.plugin_utils.report_read import check_plan
+from ansible_collections.specdec.bench.plugins.plugin_utils.report_rows import build_label
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import synthetic_results as synth  # noqa: E402  pylint: disable=wrong-import-position

@@ -1,0 +1,297 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, specdec.bench developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The campaign report, step 1: the collected results of one host and campaign, each file checked against its schema.
+
+Every file is checked against the schema of its kind before the report uses it: one pure check per kind (check_plan,
+check_status, check_result, check_server_info, check_gpus) returns None or why the document is not of its kind. A
+file that is unreadable, not JSON or not of its kind is skipped as if it were absent, and listed with its path and
+reason (skipped_files in the report, report.md, results.json and the action's return).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+
+from ansible_collections.specdec.bench.plugins.module_utils._common import ID_PATTERN, ID_RE, RESULTS_LAYOUT, finite
+
+# What the report reads of the normalized harness result (plugins/module_utils/_harness.py RESULT_KEYS).
+RESULT_NUMBERS = (
+    'output_throughput', 'accept_length', 'accept_length_source', 'request_throughput', 'completed', 'failed',
+    'duration_s', 'mean_ttft_ms', 'median_ttft_ms', 'p99_ttft_ms', 'mean_itl_ms', 'median_itl_ms', 'p99_itl_ms',
+    'median_tpot_ms', 'p99_tpot_ms', 'median_e2e_latency_ms', 'p99_e2e_latency_ms', 'harness',
+)
+# A row is measured when its stage ran and the run at that concurrency completed every prompt.
+MEASURED = 'ok'
+# Of a result file's keys that the report reads, the counts and the texts; the others are finite numbers or null.
+RESULT_COUNTS = ('completed', 'failed', 'num_prompts')
+RESULT_TEXTS = ('accept_length_source', 'harness')
+
+
+def _what(value):
+    """A value as a message names it: a container by its kind, anything else as it is."""
+    if isinstance(value, (dict, list)):
+        return 'a %s' % type(value).__name__
+    return repr(value)
+
+
+def _bad(field, value, allowed):
+    return '%s is %s; allowed: %s' % (field, _what(value), allowed)
+
+
+def _is_count(value, minimum=0):
+    return isinstance(value, int) and not isinstance(value, bool) and value >= minimum
+
+
+def _is_finite(value):
+    """A JSON number (not a string that parses as one) that is finite."""
+    return isinstance(value, (int, float)) and finite(value) is not None
+
+
+def _optional_str(doc, key):
+    return None if doc.get(key) is None or isinstance(doc[key], str) else _bad(key, doc[key], 'a string or null')
+
+
+def _first(reasons):
+    return next((reason for reason in reasons if reason), None)
+
+
+def _check_object(doc):
+    return None if isinstance(doc, dict) else _bad('the document', doc, 'an object')
+
+
+def _check_stage(stage, field):
+    """One stage of campaign.json (as specdec.bench.campaign_plan makes it), the keys the report reads."""
+    if not isinstance(stage, dict):
+        return _bad(field, stage, 'an object (a stage)')
+    # ID_RE without is_id's length limit: campaign_plan bounds a stage id only by its unit name's length.
+    if not isinstance(stage.get('id'), str) or not ID_RE.match(stage['id']):
+        return _bad(field + '.id', stage.get('id'), 'a stage id matching %s (it names the stage folder)' % ID_PATTERN)
+    if stage.get('tp') is not None and not _is_count(stage['tp'], 1):
+        return _bad(field + '.tp', stage['tp'], 'a positive integer')
+    for key in ('params', 'workload'):
+        if stage.get(key) is not None and not isinstance(stage[key], dict):
+            return _bad('%s.%s' % (field, key), stage[key], 'an object')
+    for name, value in sorted((stage.get('params') or {}).items()):
+        if not _is_count(value, 1):
+            return _bad('%s.params.%s' % (field, name), value, 'a positive integer')
+    for name in ('input_len', 'output_len', 'num_prompts'):
+        value = (stage.get('workload') or {}).get(name)
+        if value is not None and not _is_count(value, 1):
+            return _bad('%s.workload.%s' % (field, name), value, 'a positive integer')
+    for key, allowed, valid in (('concurrency', 'a positive integer', lambda item: _is_count(item, 1)),
+                                ('gpus', 'a GPU UUID (a string)', lambda item: isinstance(item, str))):
+        items = stage.get(key)
+        if items is None:
+            continue
+        if not isinstance(items, list):
+            return _bad('%s.%s' % (field, key), items, 'a list')
+        for index, item in enumerate(items):
+            if not valid(item):
+                return _bad('%s.%s[%d]' % (field, key, index), item, allowed)
+    build = stage.get('sglang_build')
+    if build is not None:
+        if not isinstance(build, dict):
+            return _bad(field + '.sglang_build', build, 'an object (the SGLang build profile)')
+        reason = _first(_optional_str(build, key) for key in ('name', 'release', 'version', 'python', 'description'))
+        if reason:
+            return '%s.sglang_build: %s' % (field, reason)
+    return _first(_optional_str(stage, key) for key in ('method', 'reason', 'model_path', 'draft_path'))
+
+
+def check_plan(doc):
+    """campaign.json, as the results_dir role writes it: {'stages': [stage, ...]}, stage ids distinct."""
+    reason = _check_object(doc)
+    if reason:
+        return reason
+    stages = doc.get('stages')
+    if stages is None:
+        return None
+    if not isinstance(stages, list):
+        return _bad('stages', stages, 'a list of stages')
+    seen = set()
+    for index, stage in enumerate(stages):
+        reason = _check_stage(stage, 'stages[%d]' % index)
+        if reason:
+            return reason
+        if stage['id'] in seen:
+            return 'stages[%d].id %s repeats an earlier stage; allowed: distinct stage ids' % (index, stage['id'])
+        seen.add(stage['id'])
+    return None
+
+
+def check_status(doc):
+    """status.json, as specdec.bench.stage_record writes it: a status name and its reason."""
+    reason = _check_object(doc)
+    if reason:
+        return reason
+    if not isinstance(doc.get('status'), str) or not doc['status']:
+        return _bad('status', doc.get('status'), 'a status name (ok, failed, infeasible)')
+    return _optional_str(doc, 'reason')
+
+
+def check_result(doc):
+    """result-c<N>.json, as the harness writes it (plugins/module_utils/_harness.py): finite numbers or null."""
+    reason = _check_object(doc)
+    if reason:
+        return reason
+    if doc.get('complete') is not None and not isinstance(doc['complete'], bool):
+        return _bad('complete', doc['complete'], 'true or false')
+    for key in RESULT_NUMBERS + ('num_prompts',):
+        value = doc.get(key)
+        if value is None:
+            continue
+        if key in RESULT_TEXTS:
+            if not isinstance(value, str):
+                return _bad(key, value, 'a string or null')
+        elif key in RESULT_COUNTS:
+            if not _is_count(value):
+                return _bad(key, value, 'a count (an integer, 0 or more) or null')
+        elif not _is_finite(value):
+            return _bad(key, value, 'a finite number or null')
+    return None
+
+
+def check_server_info(doc):
+    """server_info.json, SGLang's /server_info as stage_record saved it; only the keys the report shows are checked."""
+    return _check_object(doc) or _first(_optional_str(doc, key) for key in ('version', 'model_path', 'speculative_draft_model_path'))
+
+
+def check_gpus(doc):
+    """gpus.json, the GPU snapshot stage_record writes: {'nvidia_gpus': [gpu, ...], 'nvidia_driver': {...}}."""
+    reason = _check_object(doc)
+    if reason:
+        return reason
+    gpus = doc.get('nvidia_gpus')
+    if gpus is not None and not isinstance(gpus, list):
+        return _bad('nvidia_gpus', gpus, 'a list of GPUs')
+    for index, gpu in enumerate(gpus or []):
+        field = 'nvidia_gpus[%d]' % index
+        if not isinstance(gpu, dict):
+            return _bad(field, gpu, 'an object (a GPU)')
+        if gpu.get('index') is not None and not _is_count(gpu['index']):
+            return _bad(field + '.index', gpu['index'], 'a GPU index (an integer, 0 or more)')
+        if gpu.get('memory_total_mib') is not None and not _is_count(gpu['memory_total_mib']):
+            return _bad(field + '.memory_total_mib', gpu['memory_total_mib'], 'a number of MiB (an integer)')
+        reason = _first(_optional_str(gpu, key) for key in ('uuid', 'name'))
+        if reason:
+            return '%s.%s' % (field, reason)
+    driver = doc.get('nvidia_driver')
+    if driver is not None and not isinstance(driver, dict):
+        return _bad('nvidia_driver', driver, 'an object')
+    reason = _first(_optional_str(driver or {}, key) for key in ('version', 'cuda_version'))
+    return 'nvidia_driver.%s' % reason if reason else None
+
+
+# The schema of each file of the results layout (module_utils/_common.py RESULTS_LAYOUT), by its layout key.
+SCHEMAS = {'campaign': check_plan, 'status': check_status, 'result': check_result, 'server_info': check_server_info,
+           'gpus': check_gpus}
+
+
+class _Reader:
+    """Reads the files of one results folder, each checked against its schema; keeps the skipped ones."""
+
+    def __init__(self, results_root):
+        self.results_root = results_root
+        self.skipped = []
+
+    def read(self, path, kind):
+        """The document at path when it is of its kind; None when absent or skipped (then listed in self.skipped)."""
+        try:
+            with open(path, 'rb') as handle:
+                data = handle.read()
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            return self._skip(path, 'unreadable: %s' % (exc.strerror or exc))
+        try:  # NaN and infinities parse; the schemas refuse them where the report reads a number
+            doc = json.loads(data)
+        except ValueError as exc:
+            return self._skip(path, 'not valid JSON: %s' % exc)
+        reason = SCHEMAS[kind](doc)
+        if reason:
+            return self._skip(path, reason)
+        return doc
+
+    def _skip(self, path, reason):
+        self.skipped.append({'path': os.path.relpath(path, self.results_root).replace(os.sep, '/'), 'reason': reason})
+        return None
+
+    def reason(self, path):
+        """Why the file at path was skipped, as a row gives it ('status.json skipped: ...'); None when it was not."""
+        relative = os.path.relpath(path, self.results_root).replace(os.sep, '/')
+        for item in self.skipped:
+            if item['path'] == relative:
+                return '%s skipped: %s' % (os.path.basename(path), item['reason'])
+        return None
+
+
+def _result_name_regex(layout):
+    prefix, _sep, suffix = layout['result'].partition('{concurrency}')
+    return re.compile('^%s([0-9]+)%s$' % (re.escape(prefix), re.escape(suffix)))
+
+
+def _stage_from_id(stage_id, campaign):
+    """A stage that campaign.json does not list (a folder from elsewhere): what its id tells."""
+    match = re.match(r'^tp([0-9]+)-([a-z0-9.]+)', stage_id)
+    return {'id': stage_id, 'campaign': campaign, 'method': match.group(2) if match else None,
+            'tp': int(match.group(1)) if match else None, 'params': {}, 'concurrency': [], 'feasible': None}
+
+
+def read_host(results_root, host, campaign, layout=None):
+    """What was collected for one host and campaign: the plan and every stage's status, results and snapshots.
+
+    layout: the file names of the results folder, RESULTS_LAYOUT when None.
+    Returns {'host', 'campaign', 'found', 'plan', 'stages': [{'stage': plan entry, 'status', 'results': {c: row},
+    'server_info', 'gpus', 'skipped': {'status': reason, 'results': {c: reason}}}], 'skipped_files': [{'path',
+    'reason'}]} in plan order; stage folders that the plan does not list follow, sorted. A file that is not of its
+    schema is skipped (None, as if absent) and listed in skipped_files with its path relative to results_root.
+    """
+    layout = layout or RESULTS_LAYOUT
+    folder = os.path.join(results_root, host, campaign)
+    reader = _Reader(results_root)
+    data = {'host': host, 'campaign': campaign, 'found': os.path.isdir(folder), 'plan': None, 'stages': [],
+            'skipped_files': reader.skipped}
+    if not data['found']:
+        return data
+    plan = reader.read(os.path.join(folder, layout['campaign']), 'campaign')
+    data['plan'] = plan
+    planned = list((plan or {}).get('stages') or [])
+    names = set(planned_stage['id'] for planned_stage in planned)
+    extra = sorted(name for name in os.listdir(folder)
+                   if name not in names and not name.startswith('.') and os.path.isdir(os.path.join(folder, name)))
+    result_re = _result_name_regex(layout)
+    for stage in planned + [_stage_from_id(name, campaign) for name in extra]:
+        stage_dir = os.path.join(folder, stage['id'])
+        entry = {'stage': stage, 'status': None, 'results': {}, 'server_info': None, 'gpus': None,
+                 'skipped': {'status': None, 'results': {}}}
+        data['stages'].append(entry)
+        if not os.path.isdir(stage_dir):
+            continue
+        status_path = os.path.join(stage_dir, layout['status'])
+        entry['status'] = reader.read(status_path, 'status')
+        entry['skipped']['status'] = reader.reason(status_path)
+        if entry['status'] is not None and entry['status']['status'] == MEASURED:
+            concurrencies = list(stage.get('concurrency') or [])
+            if not concurrencies:
+                concurrencies = sorted(int(m.group(1)) for m in map(result_re.match, os.listdir(stage_dir)) if m)
+            for concurrency in concurrencies:
+                result_path = os.path.join(stage_dir, layout['result'].format(concurrency=concurrency))
+                entry['results'][concurrency] = reader.read(result_path, 'result')
+                if reader.reason(result_path):
+                    entry['skipped']['results'][concurrency] = reader.reason(result_path)
+            entry['server_info'] = reader.read(os.path.join(stage_dir, layout['server_info']), 'server_info')
+        entry['gpus'] = reader.read(os.path.join(stage_dir, layout['gpus']), 'gpus')
+    return data
+
+
+def find_hosts(results_root, campaign):
+    """The hosts under results_root that hold the campaign, sorted."""
+    try:
+        names = os.listdir(results_root)
+    except FileNotFoundError:
+        return []
+    return sorted(name for name in names if os.path.isdir(os.path.join(results_root, name, campaign)))
