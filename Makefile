@@ -21,11 +21,14 @@ export ANSIBLE_COLLECTIONS_PATH := $(CURDIR)/$(CACHE)/collections
 export ANSIBLE_FORCE_COLOR := 0
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: help demo test setup host-packages venv image sim-up sim-down lint sanity unit collection molecule build clean
+.PHONY: help demo test setup host-packages venv image sim-up sim-down lint sanity unit collection molecule build clean \
+	role-docs changelog
 
 help:
 	@echo "make demo   bring up the simulated hosts and run the pipeline against them"
 	@echo "make test   lint, sanity, unit tests and molecule scenarios"
+	@echo "make role-docs   regenerate roles/*/README.md from each role's meta/argument_specs.yml"
+	@echo "make changelog   regenerate CHANGELOG.md from changelogs/ (add a fragment to changelogs/fragments/)"
 
 ## --- set-up ---------------------------------------------------------------------------------
 host-packages:
@@ -68,8 +71,10 @@ demo: sim-up
 ## --- tests ----------------------------------------------------------------------------------
 test: lint sanity unit collection molecule
 
+# ansible-lint, then the docs: role READMEs current, changelog fragments, antsibull-docs on every plugin and role
 lint: setup
 	$(BIN)/ansible-lint --profile production
+	tests/build/check_docs.sh
 
 sanity: setup
 	tests/sanity/run.sh
@@ -82,6 +87,14 @@ collection: setup
 
 molecule: image
 	SIM_IMAGE=$$(cat $(CACHE)/sim/image) $(BIN)/molecule test --all
+
+## --- generated docs -------------------------------------------------------------------------
+role-docs: venv
+	tests/build/role_docs.sh
+
+changelog: venv
+	$(BIN)/antsibull-changelog lint
+	$(BIN)/antsibull-changelog generate
 
 build: venv
 	mkdir -p build && $(BIN)/ansible-galaxy collection build --force --output-path build .
