@@ -7,18 +7,17 @@ from __future__ import annotations
 
 
 class ModuleDocFragment:
-    """Attributes shared by the read-only *_facts modules (the shape of community.general's attributes fragments)."""
+    """The attributes' support in the read-only *_facts modules and probe; their descriptions come from
+    specdec.bench.attributes, which goes beside this fragment in extends_documentation_fragment."""
 
     DOCUMENTATION = r"""
 options: {}
 attributes:
   check_mode:
-    description: Can run in C(check_mode) and return changed status prediction without modifying target.
     support: full
     details:
       - This action does not modify state.
   diff_mode:
-    description: Returns details on what has changed (or possibly needs changing in C(check_mode)), when in diff mode.
     support: none
     details:
       - This action does not modify state.

@@ -23,6 +23,8 @@ description:
     The module then drops that field and retries, a bounded number of times; the dropped fields are null on every GPU,
     reported in RV(dropped_fields) and in a warning.
   - A host without C(nvidia-smi), or where it finds no device or no driver, gets an empty list and a warning, not a failure.
+  - The GPU part of M(specdec.bench.probe), which gathers it with the same code, in the same shapes, in one round trip with the
+    unit and host facts; this module is for a play that needs the GPUs alone.
 author:
   - specdec.bench developers (!UNKNOWN)
 options:
@@ -37,6 +39,7 @@ options:
     choices: [auto, smi, nvml]
     default: auto
 extends_documentation_fragment:
+  - specdec.bench.attributes
   - specdec.bench.facts
   - specdec.bench.gpu_probe
 requirements:
@@ -47,6 +50,7 @@ notes:
   - Without NVML memory v2 (drivers before R510 or an old C(nvidia-ml-py)) the NVML backend's used memory includes driver-reserved memory,
     a few hundred MiB; a warning says so.
 seealso:
+  - module: specdec.bench.probe
   - module: specdec.bench.unit_facts
   - module: specdec.bench.host_facts
 """

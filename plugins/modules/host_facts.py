@@ -25,15 +25,19 @@ description:
   - Listening TCP ports from C(/proc/net/tcp) and C(/proc/net/tcp6) of the module's network namespace.
   - C(python3), C(pip), C(uv) and C(nvcc) versions, and the versions of given Python packages inside given interpreters or
     virtual environments (one process per interpreter).
+  - The host part of M(specdec.bench.probe), which gathers it with the same code, in the same shapes, in one round trip with the
+    GPU and unit facts; this module is for a play that needs the host facts alone.
 author:
   - specdec.bench developers (!UNKNOWN)
 extends_documentation_fragment:
+  - specdec.bench.attributes
   - specdec.bench.facts
   - specdec.bench.host_probe
 notes:
   - Reading the environment of PID 1 needs root; without it RV(ansible_facts.specdec_host.gpu_visibility.pid1) is null.
   - Listening ports are those of the network namespace the module runs in.
 seealso:
+  - module: specdec.bench.probe
   - module: specdec.bench.gpu_facts
   - module: ansible.builtin.setup
 """

@@ -55,6 +55,7 @@ options:
       - The module on the host ignores it.
     type: path
 extends_documentation_fragment:
+  - specdec.bench.attributes
   - specdec.bench.facts
   - specdec.bench.gpu_probe
   - specdec.bench.host_probe
@@ -146,18 +147,7 @@ ansible_facts:
         - Empty when O(units) is empty or the host has no systemd.
       returned: when O(gather) contains V(units)
       type: dict
-      sample:
-        ddtree-qwen.service:
-          id: ddtree-qwen.service
-          description: DDTree Qwen3.6-27B server
-          load_state: loaded
-          active_state: active
-          sub_state: running
-          main_pid: 47028
-          unit_file_state: enabled
-          fragment_path: /etc/systemd/system/ddtree-qwen.service
-          result: success
-          n_restarts: 0
+      sample: {"ddtree-qwen.service": {"id": ddtree-qwen.service, "load_state": loaded, "active_state": active, "main_pid": 47028}}
     specdec_host:
       description:
         - Disk, memory, CPU, OS, init system, container, GPU visibility, ports and toolchain,

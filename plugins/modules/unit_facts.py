@@ -18,6 +18,8 @@ description:
     (C(systemctl list-unit-files)), one call each and only when a pattern is given, so stopped units that systemd has
     unloaded are found too. Template units (C(name@.service)) are left out; their instances are kept.
   - A host without systemd (no C(systemctl), or C(/run/systemd/system) missing, as in most containers) gets an empty result and a warning.
+  - The unit part of M(specdec.bench.probe) (its O(specdec.bench.probe#module:units)), which gathers it with the same code, in the
+    same shapes, in one round trip with the GPU and host facts; this module is for a play that needs the units alone.
 author:
   - specdec.bench developers (!UNKNOWN)
 options:
@@ -29,10 +31,12 @@ options:
     elements: str
     required: true
 extends_documentation_fragment:
+  - specdec.bench.attributes
   - specdec.bench.facts
 requirements:
   - systemd on the target.
 seealso:
+  - module: specdec.bench.probe
   - module: ansible.builtin.service_facts
   - module: specdec.bench.gpu_facts
 """
