@@ -17,30 +17,13 @@ from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
+from ansible_collections.specdec.bench.plugins.module_utils._common import RESULTS_LAYOUT
 from ansible_collections.specdec.bench.plugins.plugin_utils.report import BASELINE_METHOD, ReportError, generate
 
-try:
-    import yaml
-except ImportError:  # pragma: no cover - ansible-core requires PyYAML
-    yaml = None
-
-# The results layout is named once, in the results_dir role's defaults.
-LAYOUT_FILE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
-                           'roles', 'results_dir', 'defaults', 'main.yml')
 display = Display()
 # One warning per skipped file up to this many; all of them are in skipped_files and report.md.
 MAX_SKIPPED_WARNINGS = 10
-ARGS = ('campaign', 'results_dir', 'output_dir', 'hosts', 'compare_to', 'baseline_method', 'plots', 'layout')
-
-
-def default_layout(path=LAYOUT_FILE):
-    if yaml is None:
-        raise AnsibleActionFail('PyYAML is needed to read the results layout from %s' % path)
-    try:
-        with open(path, encoding='utf-8') as handle:
-            return yaml.safe_load(handle)['results_dir_layout']
-    except (OSError, KeyError, TypeError, yaml.YAMLError) as exc:
-        raise AnsibleActionFail('cannot read results_dir_layout from %s: %s' % (path, exc)) from exc
+ARGS = ('campaign', 'results_dir', 'output_dir', 'hosts', 'compare_to', 'baseline_method', 'plots')
 
 
 class ActionModule(ActionBase):
@@ -56,9 +39,6 @@ class ActionModule(ActionBase):
         hosts = args.get('hosts')
         if hosts is not None and (not isinstance(hosts, list) or not all(isinstance(h, str) and h for h in hosts)):
             raise AnsibleActionFail('hosts is %r; allowed: a list of inventory host names' % (hosts,))
-        layout = args.get('layout') or default_layout()
-        if not isinstance(layout, dict):
-            raise AnsibleActionFail('layout is %r; allowed: a dict like results_dir_layout' % (layout,))
         try:
             plots = boolean(args.get('plots', True), strict=True)
         except TypeError as exc:
@@ -67,7 +47,7 @@ class ActionModule(ActionBase):
         results_dir = os.path.abspath(os.path.expanduser(to_text(args['results_dir'])))
         try:
             made = generate(
-                results_dir, args['campaign'], output_dir, layout,
+                results_dir, args['campaign'], output_dir, dict(RESULTS_LAYOUT),
                 hosts=hosts, compare_to=args.get('compare_to') or None,
                 baseline_method=args.get('baseline_method') or BASELINE_METHOD, plots=plots)
         except ReportError as exc:

@@ -33,11 +33,11 @@ options:
     elements: str
     default: []
   status_file:
-    description: The status file's name in a stage folder (C(results_dir_layout.status)).
+    description: The status file's name in a stage folder; the collection's results layout names it.
     type: str
     default: status.json
   plan_file:
-    description: The plan's file in the campaign folder (C(results_dir_layout.campaign)), returned as RV(plan).
+    description: The plan's file in the campaign folder, returned as RV(plan); the collection's results layout names it.
     type: str
     default: campaign.json
 attributes:
@@ -85,7 +85,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.specdec.bench.plugins.module_utils._common import ID_PATTERN, ID_RE
+from ansible_collections.specdec.bench.plugins.module_utils._common import ID_PATTERN, ID_RE, RESULTS_LAYOUT
 
 
 def read_status(path):
@@ -131,8 +131,8 @@ def main():
             root=dict(type='path', required=True),
             campaign=dict(type='str', required=True),
             stages=dict(type='list', elements='str', default=[]),
-            status_file=dict(type='str', default='status.json'),
-            plan_file=dict(type='str', default='campaign.json'),
+            status_file=dict(type='str', default=RESULTS_LAYOUT['status']),
+            plan_file=dict(type='str', default=RESULTS_LAYOUT['campaign']),
         ),
         supports_check_mode=True,
     )

@@ -12,10 +12,10 @@ short_description: Write the report of a benchmark campaign from the results col
 version_added: 0.1.0
 description:
   - Runs on the controller only (an action plugin; nothing runs on a host). Reads what M(specdec.bench.results_unpack)
-    collected under O(results_dir)C(/<host>/<campaign>/), laid out as the C(results_dir) role names it, and writes
-    to O(output_dir)
-    C(results.csv) and C(results.json) (one row per host, stage and concurrency), C(report.md), C(report.tex)
-    (booktabs tables, ready to C(\input)) and PNG plots.
+    collected under O(results_dir)C(/<host>/<campaign>/), with the file names of the collection's results layout (the
+    P(specdec.bench.results_layout#filter) filter), and writes to O(output_dir) C(results.csv) and C(results.json) (one
+    row per host, stage and concurrency), C(report.md), C(report.tex) (booktabs tables, ready to C(\input)) and PNG
+    plots.
   - C(speedup) is the output throughput of a stage over that of the O(baseline_method) stage on the same host, TP and
     concurrency; it is left empty when that baseline was not measured, never guessed.
   - A row is C(ok) when its stage ran and the harness completed every prompt at that concurrency; failed,
@@ -66,10 +66,6 @@ options:
     description: Draw the PNG plots (speedup and acceptance length against DDTree budget per TP, throughput against concurrency per method).
     type: bool
     default: true
-  layout:
-    description:
-      - The results layout (C(results_dir_layout) of the C(results_dir) role). Default that role's defaults, read from the collection.
-    type: dict
 requirements:
   - matplotlib on the controller for the plots (optional).
 seealso:

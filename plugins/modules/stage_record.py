@@ -49,33 +49,35 @@ options:
     type: dict
     required: true
   files:
-    description: The file names of the results layout (the C(results_dir) role's C(results_dir_layout)).
+    description:
+      - The file names of the results layout. Each defaults to the collection's layout (the
+        P(specdec.bench.results_layout#filter) filter), so a caller gives none of them.
     type: dict
-    required: true
     suboptions:
       status:
         description: The status file.
         type: str
-        required: true
+        default: status.json
       server_info:
         description: C(/server_info) as read.
         type: str
-        required: true
+        default: server_info.json
       gpus:
         description: The GPU facts snapshot.
         type: str
-        required: true
+        default: gpus.json
       unit:
         description: The unit file as it ran (O(backend=systemd)).
         type: str
-        required: true
+        default: unit.service
       service:
-        description: The supervisor's definition as it ran (O(backend=supervisor)); without it the definition is not kept.
+        description: The supervisor's definition as it ran (O(backend=supervisor)).
         type: str
+        default: service.json
       journal:
         description: The journal excerpt, or the supervisor's log excerpt.
         type: str
-        required: true
+        default: journal.txt
   journal_lines:
     description: How many of the service's last lines of output to keep.
     type: int
@@ -111,7 +113,6 @@ EXAMPLES = r"""
     unit: specdec-qwen36-ct200-tp1-dflash-n16.service
     base_url: http://127.0.0.1:31001
     status: {stage: tp1-dflash-n16, status: ok, reason: null, started: "2026-12-02T14:00:00Z", headline: []}
-    files: {status: status.json, server_info: server_info.json, gpus: gpus.json, unit: unit.service, journal: journal.txt}
 """
 
 RETURN = r"""
@@ -139,7 +140,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.specdec.bench.plugins.module_utils import _service as service
 from ansible_collections.specdec.bench.plugins.module_utils import _supervisor as supervisor
-from ansible_collections.specdec.bench.plugins.module_utils._common import atomic_write
+from ansible_collections.specdec.bench.plugins.module_utils._common import RESULTS_LAYOUT, atomic_write
 from ansible_collections.specdec.bench.plugins.module_utils._gpu_probe import gather_gpu_facts
 from ansible_collections.specdec.bench.plugins.module_utils._sglang_http import CONNECTION_ERRORS, HTTPStatusError, request_json
 
@@ -157,10 +158,9 @@ def main():
             unit_dir=dict(type='path', default='/etc/systemd/system'),
             base_url=dict(type='str'),
             status=dict(type='dict', required=True),
-            files=dict(type='dict', required=True, options=dict(
-                status=dict(type='str', required=True), server_info=dict(type='str', required=True),
-                gpus=dict(type='str', required=True), unit=dict(type='str', required=True),
-                service=dict(type='str'), journal=dict(type='str', required=True))),
+            files=dict(type='dict', apply_defaults=True, options=dict(
+                (name, dict(type='str', default=RESULTS_LAYOUT[name]))
+                for name in ('status', 'server_info', 'gpus', 'unit', 'service', 'journal'))),
             journal_lines=dict(type='int', default=200),
             gpu_snapshot=dict(type='bool', default=True),
             mode=dict(type='str', default='0640'),

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The report and results_unpack actions: argument checks, the layout read from the results_dir role, results."""
+"""The report and results_unpack actions: argument checks, the collection's results layout, results."""
 import sys
 from pathlib import Path
 from unittest import mock
@@ -9,6 +9,7 @@ from ansible.errors import AnsibleActionFail
 from ansible.playbook.task import Task
 
 from ansible_collections.specdec.bench.plugins.action import report as report_action
+from ansible_collections.specdec.bench.plugins.module_utils._common import RESULTS_LAYOUT
 from ansible_collections.specdec.bench.plugins.action import results_unpack as unpack_action
 from ansible_collections.specdec.bench.plugins.modules import results_archive
 
@@ -24,8 +25,14 @@ def run(module, args, check_mode=False, host='ct200'):
     return action.run(task_vars={'inventory_hostname': host})
 
 
-def test_the_default_layout_is_the_results_dir_roles():
-    assert report_action.default_layout() == synth.LAYOUT
+def test_the_report_reads_the_collections_layout(tmp_path):
+    args = {'campaign': 'c', 'results_dir': str(tmp_path), 'output_dir': str(tmp_path / 'out'), 'plots': False}
+    with mock.patch.object(report_action, 'generate', side_effect=report_action.ReportError('stop')) as generate:
+        with pytest.raises(AnsibleActionFail, match='stop'):
+            run(report_action, args)
+    assert generate.call_args.args[3] == RESULTS_LAYOUT
+    with pytest.raises(AnsibleActionFail, match='layout'):
+        run(report_action, dict(args, layout={'status': 'other.json'}))
 
 
 def test_report_action_writes_and_a_rerun_changes_nothing(tmp_path):

@@ -11,7 +11,8 @@ import os
 
 import pytest
 
-from ansible_collections.specdec.bench.plugins.module_utils import _harness as harness
+from ansible_collections.specdec.bench.plugins.module_utils import _common, _harness as harness
+from ansible_collections.specdec.bench.plugins.module_utils._common import RESULTS_LAYOUT
 from ansible_collections.specdec.bench.plugins.module_utils._builtin_harness import arrival_times, generate_body, make_prompts
 
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..', 'fixtures', 'sglang-client')
@@ -181,3 +182,15 @@ def test_prompts_and_arrivals_are_seeded():
     body = generate_body([1, 2], 8)
     assert body['stream'] is True and body['sampling_params'] == {'max_new_tokens': 8, 'temperature': 0, 'ignore_eos': True}
     assert math.isclose(harness.finite('3.5'), 3.5) and harness.finite(float('nan')) is None and harness.finite(True) is None
+
+
+@pytest.mark.parametrize('concurrency', [1, 4, 64])
+def test_bench_run_writes_the_layouts_names(concurrency):
+    """bench_run names its files with these; they are the collection's results layout (module_utils/_common.py)."""
+    assert harness.result_file_name(concurrency) == RESULTS_LAYOUT['result'].format(concurrency=concurrency)
+    assert harness.raw_file_name(concurrency) == RESULTS_LAYOUT['raw'].format(concurrency=concurrency)
+    assert harness.raw_file_name(concurrency, 'log') == 'raw-c%d.log' % concurrency
+
+
+def test_finite_is_the_collections():
+    assert harness.finite is _common.finite

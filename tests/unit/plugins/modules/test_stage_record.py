@@ -17,6 +17,7 @@ import pytest
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.specdec.bench.plugins.module_utils import _service as service
+from ansible_collections.specdec.bench.plugins.module_utils._common import RESULTS_LAYOUT
 from ansible_collections.specdec.bench.plugins.modules import stage_record
 
 UNIT = 'specdec-c-tp1-dflash-n16.service'
@@ -102,6 +103,22 @@ def test_a_failed_stage_gets_the_unit_state_and_journal_as_evidence(run_module, 
     assert evidence['unit_state']['result'] == 'exit-code' and evidence['unit_state']['backend'] == 'systemd'
     assert evidence['task'] == 'Wait' and evidence['journal'] == ['Traceback', 'CUDA out of memory']
     assert not (stage / 'stage' / 'gpus.json').exists() and not (stage / 'stage' / 'server_info.json').exists()
+
+
+@pytest.mark.parametrize('files', [None, {'journal': 'server.log'}])
+def test_file_names_default_to_the_collections_layout(run_module, monkeypatch, stage, files):
+    Host(monkeypatch, running=False)
+    values = args(stage, {'stage': 's', 'status': 'failed', 'reason': 'the unit died'})
+    if files is None:
+        del values['files']
+    else:
+        values['files'] = files
+    result = run_module(stage_record, values)
+    assert result['exit_code'] == 0, result
+    names = {key: RESULTS_LAYOUT[key] for key in ('status', 'gpus', 'unit', 'journal')}
+    names.update(files or {})
+    assert result['written'] == {key: str(stage / 'stage' / name) for key, name in names.items()}
+    assert sorted(os.listdir(str(stage / 'stage'))) == sorted(names.values())
 
 
 def test_an_ok_stage_whose_server_stopped_answering_is_failed(run_module, monkeypatch, stage):

@@ -12,12 +12,9 @@ import math
 import random
 from pathlib import Path
 
-import yaml
-
+from ansible_collections.specdec.bench.plugins.module_utils._common import RESULTS_LAYOUT as LAYOUT
 from ansible_collections.specdec.bench.plugins.module_utils._harness import from_builtin
 
-ROOT = Path(__file__).resolve().parents[4]
-LAYOUT = yaml.safe_load((ROOT / 'roles/results_dir/defaults/main.yml').read_text())['results_dir_layout']
 SHORT = {'budget': 'b', 'topk': 'k', 'num_draft_tokens': 'n'}
 GPU_NAME = 'NVIDIA RTX PRO 6000 Blackwell Server Edition'
 
