@@ -1,0 +1,111 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, specdec.bench developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""campaign_done, campaign_spec_changes, campaign_summary_lines and stage_progress_line: what the campaign and
+bench_stage roles decide and print, as pure functions. Documented in the .yml files of the same names."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+# What makes a stage's results that stage's: a stage recorded in campaign.json with other values is another experiment.
+IDENTITY_KEYS = ('method', 'params', 'tp', 'gpus', 'workload', 'concurrency', 'model_path', 'draft_path')
+# A plan still finds these infeasible: a stage recorded so is done, one that fits now runs.
+_DONE = 'ok'
+_INFEASIBLE = 'infeasible'
+
+
+def _stages(status):
+    stages = (status or {}).get('stages') if isinstance(status, Mapping) else None
+    return stages if isinstance(stages, Mapping) else {}
+
+
+def campaign_done(plan_stages, status, force=False):
+    """The ids of the planned stages this run skips: status ok, or infeasible while the plan still finds them so."""
+    if force:
+        return []
+    recorded = _stages(status)
+    done = []
+    for stage in plan_stages or []:
+        found = (recorded.get(stage['id']) or {}).get('status')
+        if found == _DONE or (found == _INFEASIBLE and not stage.get('feasible')):
+            done.append(stage['id'])
+    return done
+
+
+def campaign_spec_changes(plan_stages, recorded_plan, keys=IDENTITY_KEYS):
+    """'<stage id> (<keys that differ>)' for each planned stage that campaign.json recorded with other values."""
+    recorded = {stage.get('id'): stage for stage in recorded_plan or [] if isinstance(stage, Mapping)}
+    changes = []
+    for stage in plan_stages or []:
+        if stage['id'] not in recorded:
+            continue
+        differ = [key for key in keys if key in stage and stage[key] != recorded[stage['id']].get(key)]
+        if differ:
+            changes.append('%s (%s)' % (stage['id'], ', '.join(differ)))
+    return changes
+
+
+def truncate(text, length, end='...', leeway=5):
+    """Jinja's truncate: text longer than length + leeway is cut at a word boundary to at most length characters."""
+    text = '%s' % (text,)
+    if len(text) <= length + leeway:
+        return text
+    cut = text[:length - len(end)].rsplit(' ', 1)[0]
+    return cut + end
+
+
+def _number(value, fmt):
+    return fmt % value if value is not None else '-'
+
+
+def headline_text(headline):
+    """' | c<concurrency> <tok/s> tok/s[ tau <accept length>]' for each concurrency of a stage's headline."""
+    parts = []
+    for run in headline or []:
+        part = ' | c%s %s tok/s' % (run.get('concurrency'), _number(run.get('output_throughput'), '%.1f'))
+        if run.get('accept_length') is not None:
+            part += ' tau %.2f' % run['accept_length']
+        parts.append(part)
+    return ''.join(parts)
+
+
+def stage_progress_line(status, label=''):
+    """One line per stage while a campaign runs: where it is, what happened, the numbers that matter."""
+    status = status or {}
+    line = '%s%s: %s' % (label + ' ' if label else '', status.get('stage'), status.get('status'))
+    if status.get('status') in ('ok', 'skipped'):
+        line += headline_text(status.get('headline'))
+        timings = status.get('timings')
+        if isinstance(timings, Mapping) and timings.get('ready_s') is not None:
+            line += ' | ready %.1f s' % float(timings['ready_s'])
+        return line
+    return line + ' (%s)' % truncate(status.get('reason') or 'no reason recorded', 300)
+
+
+def campaign_summary_lines(status, plan_stages, campaign, host, results_root):
+    """The campaign's status as lines: the counts, one line per planned stage, where the results are."""
+    counts = (status or {}).get('counts') or {}
+    recorded = _stages(status)
+    lines = ['%s on %s: %s' % (campaign, host, ', '.join('%s %s' % (counts[name], name) for name in sorted(counts)))]
+    for stage in plan_stages or []:
+        found = recorded.get(stage['id']) or {'status': 'missing'}
+        line = '%s: %s' % (stage['id'], found.get('status'))
+        if found.get('status') == 'ok':
+            line += headline_text(found.get('headline'))
+        elif found.get('reason'):
+            line += ' (%s)' % truncate(found['reason'], 200)
+        lines.append(line)
+    lines.append('Results on the host: %s/%s/' % (results_root, campaign))
+    return lines
+
+
+class FilterModule:
+    def filters(self):
+        return {
+            'campaign_done': campaign_done,
+            'campaign_spec_changes': campaign_spec_changes,
+            'campaign_summary_lines': campaign_summary_lines,
+            'stage_progress_line': stage_progress_line,
+        }

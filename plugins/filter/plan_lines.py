@@ -1,0 +1,50 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, specdec.bench developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""plan_lines: a campaign's plan as lines to read, one per stage. Documented in plan_lines.yml."""
+
+from __future__ import annotations
+
+from ansible_collections.specdec.bench.plugins.filter.campaign import truncate
+
+
+def _none(value):
+    return 'none' if value in (None, '') else '%s' % (value,)
+
+
+def holder_text(holder):
+    """'GPU<index> pid <pid> unit <unit>[ (<command line>)] <MiB> MiB': who holds a GPU a stage needs."""
+    text = 'GPU%s pid %s unit %s' % (holder.get('gpu_index'), _none(holder.get('pid')), _none(holder.get('unit')))
+    if not holder.get('unit') and holder.get('cmdline'):
+        text += ' (%s)' % truncate(holder['cmdline'], 120)
+    return text + ' %s MiB' % (holder.get('used_memory_mib'),)
+
+
+def stage_line(stage, count):
+    """stage <n>/<N> <id>: <method> <params>, TP<n> on GPU(s) <indices>, port <p>, feasible or why not, blockers, stops."""
+    params = stage.get('params') or {}
+    line = 'stage %d/%d %s: %s' % (stage['index'] + 1, count, stage['id'], stage.get('method'))
+    if params:
+        line += ' ' + ' '.join('%s=%s' % (key, params[key]) for key in sorted(params))
+    line += ', TP%s on GPU(s) %s, port %s, ' % (
+        stage.get('tp'), ','.join('%s' % (index,) for index in stage.get('gpu_indices') or []) or 'none', stage.get('port'))
+    line += 'feasible' if stage.get('feasible') else 'infeasible: %s' % (stage.get('reason'),)
+    if stage.get('blocked'):
+        line += ', BLOCKED by ' + '; '.join(holder_text(h) for h in stage.get('holders') or [] if not h.get('stoppable'))
+    if stage.get('conflicts'):
+        line += ', stops ' + ', '.join(stage['conflicts'])
+    return line
+
+
+def plan_lines(plan_stages, campaign, host):
+    """The plan's header (stages, feasible, blocked) and one line per stage."""
+    stages = plan_stages or []
+    lines = ['%s on %s: %d stage(s), %d feasible, %d blocked' % (
+        campaign, host, len(stages), sum(1 for s in stages if s.get('feasible')), sum(1 for s in stages if s.get('blocked')))]
+    return lines + [stage_line(stage, len(stages)) for stage in stages]
+
+
+class FilterModule:
+    def filters(self):
+        return {'plan_lines': plan_lines}

@@ -1,0 +1,96 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, specdec.bench developers
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The campaign's decisions and lines: what is done, what changed since the first run, what a person reads."""
+
+from __future__ import annotations
+
+from ansible_collections.specdec.bench.plugins.filter.campaign import (
+    campaign_done, campaign_spec_changes, campaign_summary_lines, stage_progress_line, truncate)
+from ansible_collections.specdec.bench.plugins.filter.plan_lines import plan_lines
+
+PLAN = [
+    {'id': 'tp1-autoregressive', 'index': 0, 'method': 'autoregressive', 'params': {}, 'tp': 1, 'gpu_indices': [1],
+     'port': 31000, 'feasible': True, 'blocked': False, 'conflicts': ['ddtree-qwen.service'], 'holders': [],
+     'workload': {'num_prompts': 16}, 'concurrency': [1, 4]},
+    {'id': 'tp1-dflash-n16', 'index': 1, 'method': 'dflash', 'params': {'num_draft_tokens': 16}, 'tp': 1,
+     'gpu_indices': [1], 'port': 31001, 'feasible': True, 'blocked': False, 'conflicts': [], 'holders': [],
+     'workload': {'num_prompts': 16}, 'concurrency': [1, 4]},
+    {'id': 'tp8-autoregressive', 'index': 2, 'method': 'autoregressive', 'params': {}, 'tp': 8, 'gpu_indices': [],
+     'port': 31002, 'feasible': False, 'reason': 'too few GPUs: TP8 needs 8, the host has 6', 'blocked': True,
+     'conflicts': [], 'workload': {'num_prompts': 16}, 'concurrency': [1, 4],
+     'holders': [{'gpu_index': 0, 'pid': 812, 'unit': None, 'cmdline': 'python3 train.py --run x', 'used_memory_mib': 1024,
+                  'stoppable': False},
+                 {'gpu_index': 1, 'pid': None, 'unit': None, 'cmdline': None, 'used_memory_mib': 512, 'stoppable': False},
+                 {'gpu_index': 1, 'pid': 47, 'unit': 'ddtree-qwen.service', 'cmdline': None, 'used_memory_mib': 9,
+                  'stoppable': True}]},
+]
+STATUS = {
+    'counts': {'ok': 1, 'failed': 1, 'infeasible': 1},
+    'stages': {
+        'tp1-autoregressive': {'status': 'ok', 'headline': [
+            {'concurrency': 1, 'output_throughput': 41.25, 'accept_length': None},
+            {'concurrency': 4, 'output_throughput': None, 'accept_length': 3.456}]},
+        'tp1-dflash-n16': {'status': 'failed', 'reason': '/health_generate did not answer within 900 s'},
+        'tp8-autoregressive': {'status': 'infeasible', 'reason': 'too few GPUs'},
+    },
+    'plan': None,
+}
+
+
+def test_done_is_ok_and_still_infeasible_unless_forced():
+    assert campaign_done(PLAN, STATUS) == ['tp1-autoregressive', 'tp8-autoregressive']
+    assert campaign_done(PLAN, STATUS, force=True) == []
+    assert campaign_done(PLAN, {'stages': {}}) == [] and campaign_done(PLAN, None) == []
+
+
+def test_a_stage_recorded_infeasible_that_fits_now_runs():
+    fits = [dict(PLAN[2], feasible=True)]
+    assert campaign_done(fits, STATUS) == []
+
+
+def test_spec_changes_name_the_stage_and_the_keys():
+    recorded = [dict(PLAN[0], workload={'num_prompts': 8}, concurrency=[1]), dict(PLAN[1]), {'id': 'gone'}]
+    assert campaign_spec_changes(PLAN, recorded) == ['tp1-autoregressive (workload, concurrency)']
+    assert campaign_spec_changes(PLAN, None) == []
+    # a key the recorded stage lacks differs; a key the plan lacks is not compared
+    assert campaign_spec_changes([{'id': 'a', 'draft_path': '/d'}], [{'id': 'a'}]) == ['a (draft_path)']
+
+
+def test_summary_lines():
+    lines = campaign_summary_lines(STATUS, PLAN + [{'id': 'tp2-autoregressive'}], 'qwen36-ct200', 'ct200', '/root/bench_results')
+    assert lines == [
+        'qwen36-ct200 on ct200: 1 failed, 1 infeasible, 1 ok',
+        'tp1-autoregressive: ok | c1 41.2 tok/s | c4 - tok/s tau 3.46',
+        'tp1-dflash-n16: failed (/health_generate did not answer within 900 s)',
+        'tp8-autoregressive: infeasible (too few GPUs)',
+        'tp2-autoregressive: missing',
+        'Results on the host: /root/bench_results/qwen36-ct200/',
+    ]
+
+
+def test_progress_line():
+    ok = dict(STATUS['stages']['tp1-autoregressive'], stage='tp1-autoregressive', timings={'ready_s': '84.25'})
+    assert stage_progress_line(ok, 'stage 1 of 3') == (
+        'stage 1 of 3 tp1-autoregressive: ok | c1 41.2 tok/s | c4 - tok/s tau 3.46 | ready 84.2 s')
+    assert stage_progress_line({'stage': 'x', 'status': 'skipped', 'headline': []}) == 'x: skipped'
+    assert stage_progress_line({'stage': 'x', 'status': 'failed', 'reason': None}) == 'x: failed (no reason recorded)'
+    long = stage_progress_line({'stage': 'x', 'status': 'failed', 'reason': 'word ' * 100})
+    assert long.endswith('...)') and len(long) < len('x: failed ()') + 300
+
+
+def test_truncate_is_jinjas():
+    assert truncate('a' * 205, 200) == 'a' * 205
+    assert truncate('abc def ' * 40, 20) == 'abc def abc def...'
+
+
+def test_plan_lines():
+    lines = plan_lines(PLAN, 'qwen36-ct200', 'ct200')
+    assert lines == [
+        'qwen36-ct200 on ct200: 3 stage(s), 2 feasible, 1 blocked',
+        'stage 1/3 tp1-autoregressive: autoregressive, TP1 on GPU(s) 1, port 31000, feasible, stops ddtree-qwen.service',
+        'stage 2/3 tp1-dflash-n16: dflash num_draft_tokens=16, TP1 on GPU(s) 1, port 31001, feasible',
+        'stage 3/3 tp8-autoregressive: autoregressive, TP8 on GPU(s) none, port 31002, infeasible: too few GPUs: TP8 '
+        'needs 8, the host has 6, BLOCKED by GPU0 pid 812 unit none (python3 train.py --run x) 1024 MiB; '
+        'GPU1 pid none unit none 512 MiB',
+    ]
