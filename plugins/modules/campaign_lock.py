@@ -71,14 +71,14 @@ options:
   takeover_reason:
     description: Why O(takeover) counts as stale, reported back as RV(stale_reason).
     type: str
+extends_documentation_fragment:
+  - specdec.bench.attributes
 attributes:
   check_mode:
-    description: Can run in C(check_mode) and return changed status prediction without modifying target.
     support: full
     details:
       - Reports whether the lock would be taken or refused; writes nothing.
   diff_mode:
-    description: Returns details on what has changed (or possibly needs changing in C(check_mode)), when in diff mode.
     support: none
 notes:
   - Requires Python 3.9 or later on the host; standard library only.

@@ -40,14 +40,14 @@ options:
     description: The plan's file in the campaign folder, returned as RV(plan); the collection's results layout names it.
     type: str
     default: campaign.json
+extends_documentation_fragment:
+  - specdec.bench.attributes
 attributes:
   check_mode:
-    description: Can run in C(check_mode) and return changed status prediction without modifying target.
     support: full
     details:
       - This action does not modify state.
   diff_mode:
-    description: Returns details on what has changed (or possibly needs changing in C(check_mode)), when in diff mode.
     support: none
 notes:
   - Requires Python 3.9 or later on the host; standard library only.

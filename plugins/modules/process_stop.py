@@ -51,14 +51,14 @@ options:
     description: Seconds between SIGTERM and SIGKILL.
     type: int
     default: 30
+extends_documentation_fragment:
+  - specdec.bench.attributes
 attributes:
   check_mode:
-    description: Can run in C(check_mode) and return changed status prediction without modifying target.
     support: full
     details:
       - Reads the process and reports what it would record and stop; writes and signals nothing.
   diff_mode:
-    description: Returns details on what has changed (or possibly needs changing in C(check_mode)), when in diff mode.
     support: none
 notes:
   - Requires Python 3.9 or later on the host; standard library only. Reading another user's process needs root.

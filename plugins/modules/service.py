@@ -62,14 +62,14 @@ options:
     description: Return the service's last lines of output (the journal, or the supervisor's log); 0 returns none.
     type: int
     default: 0
+extends_documentation_fragment:
+  - specdec.bench.attributes
 attributes:
   check_mode:
-    description: Can run in C(check_mode) and return changed status prediction without modifying target.
     support: full
     details:
       - Reports what it would start, stop or write and changes nothing.
   diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in C(check_mode)), when in diff mode.
     support: none
 seealso:
   - module: ansible.builtin.systemd_service

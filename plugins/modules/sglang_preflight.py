@@ -42,14 +42,14 @@ options:
     description: Seconds the interpreter may take (importing SGLang loads torch).
     type: int
     default: 300
+extends_documentation_fragment:
+  - specdec.bench.attributes
 attributes:
   check_mode:
-    description: Can run in C(check_mode) and return changed status prediction without modifying target.
     support: full
     details:
       - It only reads; check mode runs the same checks.
   diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in C(check_mode)), when in diff mode.
     support: none
 seealso:
   - module: specdec.bench.campaign_status

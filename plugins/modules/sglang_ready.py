@@ -57,15 +57,14 @@ options:
     type: int
     default: 50
 extends_documentation_fragment:
+  - specdec.bench.attributes
   - specdec.bench.service_backend
 attributes:
   check_mode:
-    description: Can run in C(check_mode) and return changed status prediction without modifying target.
     support: full
     details:
       - In check mode nothing is requested and the result is marked skipped, since the server was not started either.
   diff_mode:
-    description: Returns details on what has changed (or possibly needs changing in C(check_mode)), when in diff mode.
     support: none
 seealso:
   - module: specdec.bench.bench_run

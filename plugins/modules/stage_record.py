@@ -91,13 +91,12 @@ options:
     type: str
     default: "0640"
 extends_documentation_fragment:
+  - specdec.bench.attributes
   - specdec.bench.service_backend
 attributes:
   check_mode:
-    description: Can run in C(check_mode) and return changed status prediction without modifying target.
     support: none
   diff_mode:
-    description: Returns details on what has changed (or possibly needs changing in C(check_mode)), when in diff mode.
     support: none
 seealso:
   - module: specdec.bench.bench_run
