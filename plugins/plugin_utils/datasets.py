@@ -21,7 +21,8 @@ is and what is allowed.
 Normalized JSONL (normalize()): one JSON object per line, {"category": str, "id": str, "turns": [str, ...]}, keys
 sorted, UTF-8, compact separators, so the same prompts always give the same bytes and sha256. `turns` are the user
 turns only (system and assistant messages of a `messages`/`conversations` record are not sent; the target's chat
-template is applied later). A record's id is its own (id, question_id, task_id or unique_id), else its line number.
+template is applied later). A record's id is its own (id, question_id, task_id or unique_id), else its 1-based position among the file's
+records (blank lines do not count).
 
 Formats (FORMATS, detected per file from the first record; every record must agree):
   turns          {"turns": [str, ...]} (MT-Bench, Spec-Bench, SGLang's speed-bench), with category, question_id
@@ -287,7 +288,7 @@ def parse(data, label, fmt=None, category=None):
             record_category = _record_category(record)
         except _Bad as exc:
             raise DatasetError('%s: line %d: %s' % (label, number, exc))
-        record_id = record_id if record_id is not None else str(number)
+        record_id = record_id if record_id is not None else str(len(records) + 1)
         if record_id in seen:
             raise DatasetError('%s: line %d: id %s repeats line %d\'s' % (label, number, record_id, seen[record_id]))
         seen[record_id] = number
