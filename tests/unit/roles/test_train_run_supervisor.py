@@ -69,7 +69,7 @@ def test_the_preflight_refuses_what_the_supervisor_would_strip():
         assert not re.search(unsafe, value), value
 
 
-@pytest.mark.parametrize('name', ['environment.yml', 'definition.yml', 'unit.yml', 'start.yml'])
+@pytest.mark.parametrize('name', ['environment.yml', 'definition.yml', 'unit.yml', 'start.yml', 'run.yml'])
 def test_no_literal_systemd_folder_in_the_tasks(name):
     with open(os.path.join(ROLE, 'tasks', name), encoding='utf-8') as handle:
         assert '/etc/systemd/system' not in handle.read()
