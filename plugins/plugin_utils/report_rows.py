@@ -73,7 +73,6 @@ def _stage_gpus(stage, gpus_doc):
     return ' + '.join(names) or None, len(mine) or None, driver.get('version'), driver.get('cuda_version')
 
 
-
 def _row_status(stage_status, result, skipped=None):
     """The status of one (stage, concurrency) row: ok only when the run completed every prompt."""
     if skipped:

@@ -54,12 +54,8 @@ if variant == 'read':
                     json.loads(handle.read())
                 count += 1
 else:
-    import yaml
     from ansible_collections.specdec.bench.plugins.plugin_utils.report import generate
-    with open(os.path.join(tree, 'ansible_collections/specdec/bench/roles/results_dir/defaults/main.yml')) as handle:
-        layout = yaml.safe_load(handle)['results_dir_layout']
-    made = generate(root, 'perf', out, layout, plots=variant != 'report',
-                    compare_to='perf-before' if variant == 'compare' else None)
+    made = generate(root, 'perf', out, plots=variant != 'report', compare_to='perf-before' if variant == 'compare' else None)
     count = len(made['report']['rows'])
 print('%.6f %.6f %d' % (time.perf_counter() - start, time.process_time() - cpu, count))
 '''

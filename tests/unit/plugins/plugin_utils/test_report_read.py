@@ -11,6 +11,7 @@ from ansible_collections.specdec.bench.plugins.plugin_utils import report_read
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import synthetic_results as synth  # noqa: E402  pylint: disable=wrong-import-position
 
+
 @pytest.mark.parametrize(('check', 'doc'), [
     ('check_status', {'stage': 's', 'status': 'ok', 'reason': None, 'headline': []}),
     ('check_result', {'complete': True, 'completed': 8, 'output_throughput': 10.5, 'harness': 'builtin'}),

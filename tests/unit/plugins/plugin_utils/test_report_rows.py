@@ -19,8 +19,8 @@ def test_setting_label_names_methods_and_parameters_as_the_papers_do():
 
 
 def test_a_row_takes_the_result_numbers_as_floats_and_the_counts_as_integers():
-    rows = report_rows.stage_rows('h', 'c', entry(STAGE, {1: {'complete': True, 'output_throughput': 120, 'completed': 8,
-                                                                'failed': 0, 'harness': 'builtin'}}))
+    result = {'complete': True, 'output_throughput': 120, 'completed': 8, 'failed': 0, 'harness': 'builtin'}
+    rows = report_rows.stage_rows('h', 'c', entry(STAGE, {1: result}))
     first, second = rows
     assert first['status'] == 'ok' and first['output_throughput'] == 120.0 and isinstance(first['output_throughput'], float)
     assert first['completed'] == 8 and isinstance(first['completed'], int) and first['harness'] == 'builtin'
@@ -31,8 +31,8 @@ def test_a_row_takes_the_result_numbers_as_floats_and_the_counts_as_integers():
 def test_speedup_needs_the_baseline_at_the_same_tp_and_concurrency():
     baseline = dict(STAGE, id='tp1-autoregressive', method='autoregressive', params={})
     rows = report_rows.stage_rows('h', 'c', entry(baseline, {1: {'complete': True, 'output_throughput': 50.0}}))
-    rows += report_rows.stage_rows('h', 'c', entry(STAGE, {1: {'complete': True, 'output_throughput': 120.0},
-                                                          4: {'complete': True, 'output_throughput': 300.0}}))
+    results = {1: {'complete': True, 'output_throughput': 120.0}, 4: {'complete': True, 'output_throughput': 300.0}}
+    rows += report_rows.stage_rows('h', 'c', entry(STAGE, results))
     report_rows.add_speedup(rows)
     speedups = {(row['stage'], row['concurrency']): (row['speedup'], row['baseline_stage']) for row in rows}
     assert speedups[('tp1-ddtree-b64-k4', 1)] == (2.4, 'tp1-autoregressive')
