@@ -316,3 +316,27 @@ def test_a_bad_table_is_refused(tmp_path, change, message):
     path.write_text(yaml.safe_dump(table))
     with pytest.raises(DatasetError, match=r'^sources\.yml: ' + message):
         datasets.load_sources(str(path))
+
+
+# ---- the demo prompts ------------------------------------------------------------------------------------------
+
+DEMO = os.path.join(os.path.dirname(__file__), '..', '..', '..', '..', 'campaigns', 'prompts')
+
+
+@pytest.mark.parametrize('name, fmt, categories', [
+    ('mt-bench', 'turns', ['coding', 'extraction', 'humanities', 'math', 'reasoning', 'roleplay', 'stem', 'writing']),
+    ('spec-bench', 'turns', ['coding', 'extraction', 'humanities', 'math', 'math_reasoning', 'qa', 'rag', 'reasoning',
+                             'roleplay', 'stem', 'summarization', 'translation', 'writing']),
+    ('gsm8k', 'gsm8k', ['math']), ('math500', 'math500', ['math']), ('humaneval', 'humaneval', ['code']),
+    ('mbpp', 'mbpp', ['code']),
+])
+def test_the_demo_prompts_are_in_their_sets_format_labelled_and_cover_the_categories(name, fmt, categories):
+    source = datasets.load_sources()[name]
+    with open(os.path.join(DEMO, 'demo-%s.jsonl' % name), 'rb') as handle:
+        data = handle.read()
+    made = normalize(data, name, fmt=source['format'], category=source.get('category'))
+    assert made['format'] == fmt
+    assert sorted(made['categories']) == categories
+    assert all(record['id'].startswith('demo-') for record in rows(made))
+    assert all(json.loads(line)['source'].startswith('demo prompt written by the specdec.bench project')
+               for line in data.splitlines())
