@@ -12,7 +12,7 @@ lines of question and answer, about 570 bytes a line), written into a temporary 
              fixture, enable_thinking false; the column is left out while plugins/plugin_utils/chat_template.py is
              absent
 
-Medians of --runs runs, in-process (the imports are not counted), wall time, with prompts per second.
+Medians of --runs runs, in-process (the imports are not counted), CPU time of the process (the machine is shared;\nthe work is single-threaded), with prompts per second.
 """
 import argparse
 import json
@@ -75,11 +75,12 @@ def gsm8k_file(path, rng):
 
 
 def median_time(runs, work):
+    """The median CPU time of `work` over `runs` runs (CPU time: what other work on a shared machine does not inflate)."""
     times = []
     for _ in range(runs):
-        start = time.perf_counter()
+        start = time.process_time()
         work()
-        times.append(time.perf_counter() - start)
+        times.append(time.process_time() - start)
     return statistics.median(times)
 
 
@@ -129,7 +130,7 @@ def main():
     rows.append(total)
 
     columns = [c for c in ('normalize', 'prepare', 'template') if c in total]
-    print('median of %d runs; %s' % (args.runs, 'template: Qwen3 fixture, enable_thinking false' if template is not None
+    print('CPU time, median of %d runs; %s' % (args.runs, 'template: Qwen3 fixture, enable_thinking false' if template is not None
                                      else 'no template column: plugins/plugin_utils/chat_template.py is absent'))
     header = '| set | prompts | MB |' + ''.join(' %s ms | %s prompts/s |' % (c, c) for c in columns)
     print(header)
