@@ -27,6 +27,7 @@ sys.path.insert(0, str(EMULATOR))
 
 from sglang import _sim_gpu as sim_gpu  # noqa: E402
 from sglang import _sim_model as sim_model  # noqa: E402
+from sglang import _sim_server as sim_server  # noqa: E402
 from sglang.srt import server_args as sim_server_args  # noqa: E402
 
 from ansible_collections.specdec.bench.plugins.plugin_utils import sglang_build  # noqa: E402
@@ -607,14 +608,16 @@ def test_zero_delay_streams_every_token_one_step_per_chunk(emulator):
     # with no modelled delay the scheduler runs far ahead of the writer: each chunk must still be its own step
     emu = emulator(env={"SIM_SGLANG_TIME_SCALE": "0"})
     emu.wait_ready()
-    body = {"input_ids": list(range(300, 316)), "stream": True, "sampling_params": {"max_new_tokens": 300}}
+    # ignore_eos: every one of the 300 tokens is a word (SGLang's default would stop at the prompt's EOS)
+    body = {"input_ids": list(range(300, 316)), "stream": True,
+            "sampling_params": {"max_new_tokens": 300, "ignore_eos": True}}
     chunks = [json.loads(p) for p in raw_stream(emu, "/generate", body)[:-1]]
     assert [c["meta_info"]["completion_tokens"] for c in chunks] == list(range(1, 301))
     assert all(len(c["output_ids"]) == len(c["text"].split()) == c["meta_info"]["completion_tokens"] for c in chunks)
     assert all(after["output_ids"][:-1] == before["output_ids"] for before, after in zip(chunks, chunks[1:]))
     whole = json.loads(emu.post("/generate", dict(body, stream=False))[1])
     assert chunks[-1]["output_ids"] == whole["output_ids"] and chunks[-1]["text"] == whole["text"]
-    body = {"prompt": "zero delay", "max_tokens": 200, "stream": True}
+    body = {"prompt": "zero delay", "max_tokens": 200, "stream": True, "ignore_eos": True}
     completion = [json.loads(p) for p in raw_stream(emu, "/v1/completions", body)[:-1]]
     assert [len(c["choices"][0]["text"].split()) for c in completion] == [1] * 200
 
@@ -713,3 +716,255 @@ def test_ddtree_budget_and_topk_come_from_flags_and_environment(emulator):
     info = emu.get_json("/server_info")
     assert info["speculative_ddtree_budget"] == 128
     assert info["speculative_ddtree_topk"] == 8
+
+
+# --------------------------------------------------------------------------------------------
+# content: per-request acceptance, EOS and SGLang 0.5.23's per-request fields
+# --------------------------------------------------------------------------------------------
+
+MATH = ["Natalia sold clips to 48 of her friends in April, and then she sold half as many clips in May. "
+        "How many clips did Natalia sell altogether in April and May?",
+        "Solve for x: 3x + 7 = 22. Then calculate 2x - 5.",
+        "Find the value of the sum of all integers n with 1 <= n <= 100 such that n = 3k + 1."]
+CODE = ["def fib(n):\n    \"\"\"Return the n-th Fibonacci number.\"\"\"\n",
+        "Write a Python function that takes a list of integers and returns the largest. ```python\n",
+        "class Stack:\n    def push(self, item):\n        pass\n    def pop(self):\n        return None\n"]
+CHAT = ["Compose an engaging travel blog post about a recent trip to Hawaii, highlighting cultural experiences.",
+        "What are some good ways to relax after a long week?",
+        "Tell me a story about a dragon who learns to sing."]
+TRANSLATION = ["Translate into French: The weather is lovely today and we are going to the beach.",
+               "Translate the following sentence into German: I would like a cup of coffee, please.",
+               "Translation task: render 'good morning, my friend' into Spanish."]
+SUMMARY = ["Summarize the following article in three sentences: The city council met on Tuesday to discuss the budget."]
+
+
+def test_content_category_reads_the_prompts_words():
+    assert {sim_model.content_category(t) for t in MATH} == {"math"}
+    assert {sim_model.content_category(t) for t in CODE} == {"code"}
+    assert {sim_model.content_category(t) for t in CHAT} == {"chat"}
+    assert {sim_model.content_category(t) for t in TRANSLATION} == {"translation"}
+    assert sim_model.content_category(SUMMARY[0]) == "summarization"
+    assert sim_model.content_category(None) == sim_model.content_category("") == "chat"
+    assert sim_model.content_category("prompt 3") == "chat"  # one number is not math
+
+
+def test_request_tau_follows_content_and_temperature_deterministically():
+    wl = sim_model.Workload(method="DFLASH", num_draft_tokens=16)
+    base = sim_model.expected_tau(wl)
+
+    def tau(category, temperature=0.0, seed=7):
+        return sim_model.request_tau(wl, category, temperature, seed)
+
+    # with the spread fixed by the seed, the levels order the categories as the papers do
+    assert tau("math") > tau("code") > tau("chat") > tau("summarization") > tau("translation") > 1.0
+    assert tau("math") > 1.5 * tau("chat")
+    for category in sim_model.CONTENT_LEVELS:
+        assert tau(category, 1.0) < tau(category, 0.0)
+        assert tau(category, 0.0) == tau(category, 0.0)
+        assert 1.0 <= tau(category) <= 16.0
+    # the per-prompt spread stays within +-10% of the drafted gain
+    gains = [sim_model.request_tau(wl, "chat", 0.0, seed) - 1.0 for seed in range(200)]
+    assert min(gains) >= 0.9 * (base - 1) - 1e-9 and max(gains) <= 1.1 * (base - 1) + 1e-9
+    assert max(gains) - min(gains) > 0.1 * (base - 1)
+    assert sim_model.request_tau(sim_model.Workload(), "math", 0.0, 7) == 1.0  # autoregressive
+    assert sim_model.request_tau(replace_alpha(wl, 0.99), "math", 0.0, 7) == 16.0  # bounded by the block
+
+
+def replace_alpha(wl, alpha):
+    return sim_model.Workload(method=wl.method, num_draft_tokens=wl.num_draft_tokens, alpha=alpha)
+
+
+def test_a_sampler_given_a_requests_tau_averages_to_it():
+    wl = sim_model.Workload(method="DFLASH", num_draft_tokens=16)
+    sampler = sim_model.AcceptanceSampler(wl, 3, tau=6.5)
+    draws = [sampler.next() for _step in range(20000)]
+    assert sum(draws) / len(draws) == pytest.approx(6.5, rel=0.03)
+
+
+def test_eos_position_depends_on_the_prompt_alone():
+    seeds = range(300)
+    for category in sim_model.CONTENT_ANSWER_TOKENS:
+        positions = [sim_model.eos_position(category, seed) for seed in seeds]
+        assert positions == [sim_model.eos_position(category, seed) for seed in seeds]
+        assert min(positions) >= sim_model.MIN_ANSWER_TOKENS and len(set(positions)) > 50
+    mean = {c: sum(sim_model.eos_position(c, s) for s in seeds) / 300 for c in sim_model.CONTENT_ANSWER_TOKENS}
+    assert mean["translation"] < mean["summarization"] < mean["math"] < mean["code"] < mean["chat"]
+
+
+def content_seed(prompt):
+    return sim_model.request_seed("content", prompt)
+
+
+def generate(emu, prompt, **params):
+    key = "input_ids" if isinstance(prompt, list) else "text"
+    status, raw = emu.post("/generate", {key: prompt, "sampling_params": params})
+    assert status == 200, raw
+    return json.loads(raw)
+
+
+def assert_spec_fields_consistent(meta, block=16):
+    """The relations SGLang 0.5.23's tokenizer_manager.py:3138-3207 gives the per-request spec fields."""
+    verify, correct = meta["spec_verify_ct"], meta["spec_num_correct_drafts"]
+    assert isinstance(verify, int) and isinstance(correct, int) and verify >= 1
+    assert meta["spec_num_proposed_drafts"] == verify * (block - 1)
+    assert meta["spec_accept_rate"] == pytest.approx(correct / meta["spec_num_proposed_drafts"])
+    assert meta["spec_accept_length"] == pytest.approx(meta["completion_tokens"] / verify)
+    histogram = meta["spec_correct_drafts_histogram"]
+    assert sum(histogram) == verify and sum(i * n for i, n in enumerate(histogram)) == correct
+    # every verify step commits its bonus token plus its correct drafts; the prefill samples the first token
+    assert meta["completion_tokens"] == 1 + verify + correct
+
+
+def test_generate_meta_info_carries_sglangs_per_request_spec_fields(dflash):
+    out = generate(dflash, MATH[0], max_new_tokens=200, temperature=0, ignore_eos=True)
+    meta = out["meta_info"]
+    assert meta["finish_reason"] == {"type": "length", "length": 200}
+    assert_spec_fields_consistent(meta)
+    keys = list(meta)
+    assert keys[:8] == ["id", "finish_reason", "prompt_tokens", "weight_version", "num_retractions",
+                        "reasoning_tokens", "completion_tokens", "cached_tokens"]
+    assert keys[8:] == ["e2e_latency", "spec_accept_rate", "spec_accept_length", "spec_num_correct_drafts",
+                        "spec_num_proposed_drafts", "spec_verify_ct", "spec_correct_drafts_histogram"]
+    again = generate(dflash, MATH[0], max_new_tokens=200, temperature=0, ignore_eos=True)["meta_info"]
+    for key in keys[1:8] + keys[9:]:
+        assert again[key] == meta[key], key
+
+
+def test_generate_stops_at_an_eos_the_prompt_places_unless_ignore_eos(dflash):
+    prompt = CHAT[1]
+    eos_at = sim_model.eos_position("chat", content_seed(prompt))
+    out = generate(dflash, prompt, max_new_tokens=eos_at + 50, temperature=0)
+    meta = out["meta_info"]
+    assert meta["finish_reason"] == {"type": "stop", "matched": 151645}  # Qwen's <|im_end|>: no model folder here
+    assert meta["completion_tokens"] == eos_at == len(out["output_ids"])
+    assert out["output_ids"][-1] == 151645 and 151645 not in out["output_ids"][:-1]
+    assert len(out["text"].split()) == eos_at - 1  # the EOS is a special token: no text
+    assert_spec_fields_consistent(meta)
+    # max_new_tokens before the EOS: length, as before
+    short = generate(dflash, prompt, max_new_tokens=eos_at - 1, temperature=0)["meta_info"]
+    assert short["finish_reason"] == {"type": "length", "length": eos_at - 1}
+    assert short["completion_tokens"] == eos_at - 1
+    # ignore_eos: today's behaviour, to max_new_tokens
+    ignored = generate(dflash, prompt, max_new_tokens=eos_at + 50, temperature=0, ignore_eos=True)
+    assert ignored["meta_info"]["finish_reason"] == {"type": "length", "length": eos_at + 50}
+    assert 151645 not in ignored["output_ids"]
+
+
+def test_generate_streams_the_eos_finish_and_the_spec_fields_in_the_last_chunk_only(dflash):
+    prompt = TRANSLATION[0]
+    eos_at = sim_model.eos_position("translation", content_seed(prompt))
+    events = dflash.stream("/generate", {"text": prompt, "stream": True,
+                                         "sampling_params": {"max_new_tokens": 4096, "temperature": 0}})
+    chunks = events[:-1]
+    assert all("spec_verify_ct" not in c["meta_info"] for c in chunks[:-1])
+    final = chunks[-1]["meta_info"]
+    assert final["finish_reason"] == {"type": "stop", "matched": 151645}
+    assert final["completion_tokens"] == eos_at and final["spec_verify_ct"] == len(chunks) - 1
+    assert_spec_fields_consistent(final)
+
+
+def mean_accept(emu, prompts, temperature=0):
+    metas = [generate(emu, p, max_new_tokens=400, temperature=temperature, ignore_eos=True)["meta_info"]
+             for p in prompts]
+    return sum(m["completion_tokens"] for m in metas) / sum(m["spec_verify_ct"] for m in metas)
+
+
+def test_math_and_code_accept_more_than_chat_and_translation(dflash):
+    math_tau, code_tau = mean_accept(dflash, MATH), mean_accept(dflash, CODE)
+    chat_tau, translation_tau = mean_accept(dflash, CHAT), mean_accept(dflash, TRANSLATION)
+    assert min(math_tau, code_tau) > 1.3 * chat_tau
+    assert chat_tau > translation_tau > 1.5
+
+
+def test_temperature_above_zero_lowers_acceptance(dflash):
+    for prompt in MATH + CHAT:
+        greedy = generate(dflash, prompt, max_new_tokens=300, temperature=0, ignore_eos=True)["meta_info"]
+        sampled = generate(dflash, prompt, max_new_tokens=300, temperature=1.0, ignore_eos=True)["meta_info"]
+        # the same draws against a lower acceptance probability: never a longer run
+        assert sampled["spec_verify_ct"] >= greedy["spec_verify_ct"]
+    assert mean_accept(dflash, MATH, temperature=1.0) < 0.95 * mean_accept(dflash, MATH)
+    # SGLang's SamplingParams default temperature is 1.0: a request that names none samples
+    default = generate(dflash, MATH[0], max_new_tokens=300, ignore_eos=True)["meta_info"]
+    sampled = generate(dflash, MATH[0], max_new_tokens=300, temperature=1.0, ignore_eos=True)["meta_info"]
+    assert default["spec_verify_ct"] == sampled["spec_verify_ct"]
+
+
+def test_token_id_prompts_read_as_chat_and_stop_at_eos_too(dflash):
+    ids = list(range(500, 540))
+    eos_at = sim_model.eos_position("chat", content_seed(ids))
+    meta = generate(dflash, ids, max_new_tokens=eos_at + 10, temperature=0)["meta_info"]
+    assert meta["finish_reason"]["type"] == "stop" and meta["completion_tokens"] == eos_at
+
+
+def chat_body(content, **extra):
+    body = {"model": "Qwen/Qwen3.6-27B", "messages": [{"role": "user", "content": content}], "temperature": 0}
+    body.update(extra)
+    return body
+
+
+def test_chat_completions_render_the_template_with_chat_template_kwargs(dflash):
+    thinking = json.loads(dflash.post("/v1/chat/completions", chat_body(MATH[1], max_tokens=4))[1])
+    off = json.loads(dflash.post("/v1/chat/completions", chat_body(
+        MATH[1], max_tokens=4, chat_template_kwargs={"enable_thinking": False}))[1])
+    # the empty think block enable_thinking=False adds after the assistant header
+    assert off["usage"]["prompt_tokens"] > thinking["usage"]["prompt_tokens"]
+    status, raw = dflash.post("/v1/chat/completions", chat_body(MATH[1], chat_template_kwargs="no"))
+    assert status == 400 and "chat_template_kwargs" in json.loads(raw)["error"]["message"]
+
+
+def test_chat_completions_stop_at_eos_and_report_it_as_sglang(dflash):
+    kwargs = {"enable_thinking": False}
+    prompt = sim_server.render_chat([{"role": "user", "content": CODE[1]}], kwargs)
+    eos_at = sim_model.eos_position(sim_model.content_category(prompt), content_seed(prompt))
+    body = chat_body(CODE[1], max_tokens=eos_at + 20, chat_template_kwargs=kwargs)
+    out = json.loads(dflash.post("/v1/chat/completions", body)[1])
+    choice = out["choices"][0]
+    assert choice["finish_reason"] == "stop" and choice["matched_stop"] == 151645
+    assert out["usage"]["completion_tokens"] == eos_at
+    assert "sglext" not in out
+    events = dflash.stream("/v1/chat/completions", dict(body, stream=True))
+    finals = [e["choices"][0] for e in events[:-1] if e["choices"] and e["choices"][0]["finish_reason"]]
+    assert finals == [{"index": 0, "delta": {}, "logprobs": None, "finish_reason": "stop", "matched_stop": 151645}]
+
+
+def test_return_spec_tokens_details_adds_sglext_to_chat_and_completions(dflash):
+    body = chat_body(MATH[0], max_tokens=64, ignore_eos=True, return_spec_tokens_details=True)
+    out = json.loads(dflash.post("/v1/chat/completions", body)[1])
+    details = out["sglext"]["spec_tokens_details"]
+    assert list(details) == ["spec_accept_rate", "spec_accept_length", "spec_cap_length", "spec_block_accept_length",
+                             "spec_num_correct_drafts", "spec_num_proposed_drafts", "spec_verify_ct",
+                             "spec_correct_drafts_histogram", "spec_cap_lens_histogram"]
+    assert details["spec_cap_length"] == 0.0 and details["spec_cap_lens_histogram"] == []
+    assert_spec_fields_consistent(dict(details, completion_tokens=out["usage"]["completion_tokens"]))
+    # streamed: one chunk with no choices carries it, after the finish and before the usage chunk
+    events = dflash.stream("/v1/chat/completions", dict(body, stream=True, stream_options={"include_usage": True}))
+    assert events[-1] == "[DONE]"
+    sglext = [i for i, e in enumerate(events[:-1]) if "sglext" in e]
+    assert len(sglext) == 1 and events[sglext[0]]["choices"] == [] and sglext[0] == len(events) - 3
+    assert events[sglext[0]]["sglext"]["spec_tokens_details"] == details
+    assert events[-2]["usage"]["completion_tokens"] == 64
+    # completions, n=2: a list, one per choice
+    status, raw = dflash.post("/v1/completions", {"model": "Qwen/Qwen3.6-27B", "prompt": CODE[0], "max_tokens": 32,
+                                                  "n": 2, "ignore_eos": True, "return_spec_tokens_details": True})
+    out = json.loads(raw)
+    assert status == 200 and [len(c["text"].split()) for c in out["choices"]] == [32, 32]
+    assert [d["spec_verify_ct"] >= 1 for d in out["sglext"]["spec_tokens_details"]] == [True, True]
+
+
+def test_an_autoregressive_server_sends_no_spec_details(emulator):
+    emu = emulator()
+    emu.wait_ready()
+    body = chat_body(MATH[0], max_tokens=8, return_spec_tokens_details=True)
+    out = json.loads(emu.post("/v1/chat/completions", body)[1])
+    assert "sglext" not in out
+    meta = generate(emu, MATH[0], max_new_tokens=8)["meta_info"]
+    assert not [key for key in meta if key.startswith("spec_")]
+
+
+def test_the_eos_id_comes_from_the_model_folder(tmp_path):
+    (tmp_path / "generation_config.json").write_text(json.dumps({"eos_token_id": [151645, 151643]}))
+    assert sim_server.eos_token_id(str(tmp_path)) == 151645
+    (tmp_path / "generation_config.json").write_text(json.dumps({"eos_token_id": 128009}))
+    assert sim_server.eos_token_id(str(tmp_path)) == 128009
+    assert sim_server.eos_token_id("/nonexistent/Qwen3-8B") == 151645
+    assert sim_server.eos_token_id("meta-llama/Llama-3.1-8B") == 2

@@ -142,7 +142,8 @@ class GenRequest:
         self.correct_drafts_histogram[correct] += 1
 
     def finish_reason(self) -> dict:
-        """SGLang's finish reason (FINISH_MATCHED_TOKEN / FINISH_LENGTH .to_json() in managers/schedule_batch.py)."""
+        """SGLang's finish reason: FINISH_MATCHED_TOKEN.to_json() {type: stop, matched: <token id>} and
+        FINISH_LENGTH.to_json() {type: length, length: max_new_tokens} (managers/schedule_batch.py:284-329)."""
         if self.stops_at_eos and len(self.output_ids) >= self.limit:
             return {"type": "stop", "matched": self.eos_id}
         return {"type": "length", "length": self.max_new_tokens}

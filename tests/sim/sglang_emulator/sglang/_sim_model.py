@@ -294,7 +294,7 @@ def content_category(text: Optional[str]) -> str:
     """The kind of prompt its words say it is: translation, summarization, code, math, or chat (the rest).
 
     The server only sees text: an instruction to translate or summarize wins, then whichever of code or math has
-    more marks (numbers and ``=`` count towards math), and a prompt with fewer than two marks is chat."""
+    more marks (``=`` counts towards math, each number half), and a prompt with less than 1.5 marks is chat."""
     if not text:
         return "chat"
     lowered = text.lower()
@@ -305,7 +305,7 @@ def content_category(text: Optional[str]) -> str:
     code = sum(lowered.count(mark) for mark in _CODE_MARKS)
     math_score = (sum(lowered.count(mark) for mark in _MATH_MARKS) + lowered.count("=")
                   + min(len(_NUMBER.findall(lowered)), 8) / 2.0)
-    if max(code, math_score) < 2:
+    if max(code, math_score) < 1.5:
         return "chat"
     return "code" if code >= math_score else "math"
 

@@ -3,6 +3,13 @@
 Deliberate difference from SGLang: the HTTP port is bound at once and every route answers 503
 while the model "loads" (SGLang binds only after loading, so a client sees "connection refused"
 there instead). Either way a client waits for ``/health_generate`` to answer 200.
+
+Requests follow SGLang 0.5.23's defaults (sglang/srt/sampling/sampling_params.py: temperature 1.0 at line 157,
+ignore_eos False at 173; entrypoints/openai/protocol.py: CompletionRequest temperature 1.0 at 386, ignore_eos at
+407, ChatCompletionRequest's default temperature 1.0 at 1063, ignore_eos at 1012, chat_template_kwargs
+Optional[Dict] at 1020, return_spec_tokens_details at 393 and 961). Acceptance and where the model emits EOS
+follow the prompt's content (``SimServer.plan``). Until this version the emulator ran every request to
+max_new_tokens and ignored temperature: wrong against SGLang, whose default stops at EOS.
 """
 
 from __future__ import annotations
@@ -1124,7 +1131,7 @@ class Handler(BaseHTTPRequestHandler):
                 piece = detokenize(delta)
                 if start == 0:
                     piece = piece.lstrip()
-                if delta:
+                if piece:  # a delta of only the EOS (no text) sends no content chunk
                     self._event({"id": rid, "object": "chat.completion.chunk", "created": created,
                                  "model": model_name,
                                  "choices": [{"index": req.index, "delta": {"content": piece}, "logprobs": None,
