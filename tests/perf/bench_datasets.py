@@ -12,7 +12,8 @@ lines of question and answer, about 570 bytes a line), written into a temporary 
              fixture, enable_thinking false; the column is left out while plugins/plugin_utils/chat_template.py is
              absent
 
-Medians of --runs runs, in-process (the imports are not counted), CPU time of the process (the machine is shared;\nthe work is single-threaded), with prompts per second.
+Medians of --runs runs, in-process (the imports are not counted), CPU time of the process (the machine is shared;
+the work is single-threaded), with prompts per second.
 """
 import argparse
 import json
