@@ -4,6 +4,13 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """The prompt sets of `workload.datasets`, on the controller: check the entries, fetch, pin, cache and normalize.
 
+API (all raise DatasetError):
+- validate_datasets(entries, sources=None) -> [entry]: pure; the plan filter calls it before anything changes.
+- prepare_datasets(entries, cache=None, url_base=None, sources=None, base_dir=None) -> [prepared]: validate, then
+  prepare() each; prepare(entry, ...) -> prepared: one checked entry fetched (or read) and normalized into the cache.
+- normalize(data, label, fmt=None, ...) -> {data, sha256, format, count, categories, available}: pure, bytes in.
+- parse(), detect_format(), load_sources(), fetch_source(), download(), cache_dir(): the steps, for tools and tests.
+
 Entries (the campaign spec's `workload.datasets`, a list; validate_datasets() checks them all, touching nothing):
 - a built-in name: one of dataset_sources.yml beside this file (mt-bench, gsm8k, humaneval, mbpp, math500,
   spec-bench), as a string or as {name, num_prompts, max_new_tokens, turns, categories};
