@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# Each role's README.md is generated from its meta/argument_specs.yml by aar-doc (pinned in requirements.txt).
+# Each role's README.md is generated from its meta/argument_specs.yml by aar-doc (pinned in requirements.txt; run
+# through tests/build/role_readme.py, which renders the semantic markup aar-doc leaves as it is).
 #   tests/build/role_docs.sh           regenerate every roles/<role>/README.md (make role-docs)
 #   tests/build/role_docs.sh --check   generate afresh into a temporary folder and fail, naming the role, when a
 #                                      committed README differs (make lint)
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
-aar_doc=$repo/.venv/bin/aar-doc
+aar_doc=("$repo/.venv/bin/python" "$repo/tests/build/role_readme.py")
 cd "$repo"   # no .aar_doc.yml here: the options below are the whole configuration
 check=false
 case "${1:-}" in
@@ -21,7 +22,7 @@ for role_dir in "$repo"/roles/*/; do
   role=$(basename "$role_dir")
   roles+=("$role")
   # aar-doc logs at INFO on stderr; keep it for a failure only
-  if ! log=$("$aar_doc" --output-file "$fresh/$role.md" --output-mode replace \
+  if ! log=$("${aar_doc[@]}" --output-file "$fresh/$role.md" --output-mode replace \
       "$role_dir" markdown 2>&1); then
     echo "aar-doc failed for role $role:" >&2
     echo "$log" >&2
