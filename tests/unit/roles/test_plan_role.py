@@ -43,8 +43,8 @@ def run_plans(tmp_path, specs):
             {'name': 'Keep plan %d' % position,
              'ansible.builtin.set_fact': {'plans': '{{ plans | default([]) + [plan_stages] }}'}},
         ]
-    tasks.append({'name': 'Write the plans', 'ansible.builtin.copy': {'content': '{{ plans | to_json }}', 'dest': str(out),
-                                                                        'mode': '0644'}})
+    write = {'content': '{{ plans | to_json }}', 'dest': str(out), 'mode': '0644'}
+    tasks.append({'name': 'Write the plans', 'ansible.builtin.copy': write})
     playbook = tmp_path / 'plans.yml'
     playbook.write_text(yaml.safe_dump([{'hosts': 'localhost', 'gather_facts': False, 'connection': 'local',
                                          'vars': {'ansible_python_interpreter': sys.executable}, 'tasks': tasks}]))

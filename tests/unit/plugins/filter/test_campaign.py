@@ -5,6 +5,12 @@
 
 from __future__ import annotations
 
+import os
+
+import yaml
+
+from ansible_collections.specdec.bench.plugins.filter import campaign, conflicts
+from ansible_collections.specdec.bench.plugins.filter import plan_lines as plan_lines_module
 from ansible_collections.specdec.bench.plugins.filter.campaign import (
     campaign_done, campaign_spec_changes, campaign_summary_lines, stage_progress_line, truncate)
 from ansible_collections.specdec.bench.plugins.filter.plan_lines import plan_lines
@@ -94,3 +100,12 @@ def test_plan_lines():
         'needs 8, the host has 6, BLOCKED by GPU0 pid 812 unit none (python3 train.py --run x) 1024 MiB; '
         'GPU1 pid none unit none 512 MiB',
     ]
+
+
+def test_each_filter_has_its_documentation():
+    folder = os.path.dirname(campaign.__file__)
+    for module in (campaign, conflicts, plan_lines_module):
+        for name in module.FilterModule().filters():
+            with open(os.path.join(folder, name + '.yml'), encoding='utf-8') as handle:
+                docs = yaml.safe_load(handle)
+            assert docs['DOCUMENTATION']['name'] == name and docs['RETURN']['_value']['description'], name
