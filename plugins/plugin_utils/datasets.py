@@ -288,8 +288,9 @@ def parse(data, label, fmt=None, category=None):
             if fmt is None:
                 fmt, first_line = found, number
             elif found != fmt:
-                raise _Bad('is in the %s format, but %s; one format per file' % (
-                    found, 'line %d is in the %s format' % (first_line, fmt) if first_line else 'the set is %s' % fmt))
+                # a built-in set's format is the table's (no first line set it)
+                expected = 'the set is %s' % fmt if first_line is None else 'line %s is in the %s format' % (first_line, fmt)
+                raise _Bad('is in the %s format, but %s; one format per file' % (found, expected))
             turns = FORMATS[fmt][1](record)
             record_id = _record_id(record)
             record_category = _record_category(record)

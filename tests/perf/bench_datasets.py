@@ -45,7 +45,7 @@ WORDS = ('the of and to in a is that for it as was with be by on not he this are
 
 
 def sentence(rng, words):
-    return ' '.join(rng.choice(WORDS) for _ in range(words)).capitalize() + '.'
+    return ' '.join(rng.choice(WORDS) for _index in range(words)).capitalize() + '.'
 
 
 def spec_bench_file(path, rng):
@@ -53,12 +53,12 @@ def spec_bench_file(path, rng):
     with open(path, 'w', encoding='utf-8') as handle:
         question = 81
         for category in MT_BENCH:
-            for _ in range(10):
+            for _index in range(10):
                 turns = [sentence(rng, rng.randint(20, 120)), sentence(rng, rng.randint(10, 40))]
                 handle.write(json.dumps({'question_id': question, 'category': category, 'turns': turns}) + '\n')
                 question += 1
         for category in SPEC_ONLY:
-            for _ in range(80):
+            for _index in range(80):
                 turns = [sentence(rng, rng.randint(30, 600))]
                 handle.write(json.dumps({'question_id': question, 'category': category, 'turns': turns,
                                          'reference': [sentence(rng, 20)]}) + '\n')
@@ -68,9 +68,9 @@ def spec_bench_file(path, rng):
 def gsm8k_file(path, rng):
     """1,319 lines as openai/grade-school-math grade_school_math/data/test.jsonl lays them out."""
     with open(path, 'w', encoding='utf-8') as handle:
-        for _ in range(1319):
+        for _index in range(1319):
             answer = '\n'.join('%d * %d = <<%d*%d=%d>>%d' % ((a, b) * 2 + (a * b,) * 2)
-                               for a, b in ((rng.randint(2, 99), rng.randint(2, 99)) for _ in range(3)))
+                               for a, b in ((rng.randint(2, 99), rng.randint(2, 99)) for _index in range(3)))
             handle.write(json.dumps({'question': sentence(rng, rng.randint(25, 90)),
                                      'answer': answer + '\n#### %d' % rng.randint(1, 999)}) + '\n')
 
@@ -78,7 +78,7 @@ def gsm8k_file(path, rng):
 def median_time(runs, work):
     """The median CPU time of `work` over `runs` runs (CPU time: what other work on a shared machine does not inflate)."""
     times = []
-    for _ in range(runs):
+    for _index in range(runs):
         start = time.process_time()
         work()
         times.append(time.process_time() - start)
@@ -131,8 +131,11 @@ def main():
     rows.append(total)
 
     columns = [c for c in ('normalize', 'prepare', 'template') if c in total]
-    print('CPU time, median of %d runs; %s' % (args.runs, 'template: Qwen3 fixture, enable_thinking false' if template is not None
-                                     else 'no template column: plugins/plugin_utils/chat_template.py is absent'))
+    if template is not None:
+        what = 'template: Qwen3 fixture, enable_thinking false'
+    else:
+        what = 'no template column: plugins/plugin_utils/chat_template.py is absent'
+    print('CPU time, median of %d runs; %s' % (args.runs, what))
     header = '| set | prompts | MB |' + ''.join(' %s ms | %s prompts/s |' % (c, c) for c in columns)
     print(header)
     print('|' + '---|' * (3 + 2 * len(columns)))
