@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # Copyright: specdec.bench developers
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Print each molecule scenario's merged configuration, as molecule itself builds it.

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # Copyright: specdec.bench developers
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """aar-doc, with the semantic markup its Markdown filter does not know rendered as ansible-doc renders it.
