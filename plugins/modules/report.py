@@ -12,8 +12,8 @@ short_description: Write the report of a benchmark campaign from the results col
 version_added: 0.1.0
 description:
   - Runs on the controller only (an action plugin; nothing runs on a host). Reads what M(specdec.bench.results_unpack)
-    collected under O(results_dir)C(/<host>/<campaign>/), with the file names of the collection's results layout (the
-    P(specdec.bench.results_layout#filter) filter), and writes to O(output_dir) C(results.csv) and C(results.json) (one
+    collected under O(results_dir)C(/<host>/<campaign>/), with the file names of the collection's results layout
+    (P(specdec.bench.results_layout#filter)), and writes to O(output_dir) C(results.csv) and C(results.json) (one
     row per host, stage and concurrency), C(report.md), C(report.tex) (booktabs tables, ready to C(\input)) and PNG
     plots.
   - C(speedup) is the output throughput of a stage over that of the O(baseline_method) stage on the same host, TP and

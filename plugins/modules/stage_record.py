@@ -50,8 +50,8 @@ options:
     required: true
   files:
     description:
-      - The file names of the results layout. Each defaults to the collection's layout (the
-        P(specdec.bench.results_layout#filter) filter), so a caller gives none of them.
+      - The file names of the results layout. Each defaults to the collection's layout
+        (P(specdec.bench.results_layout#filter)), so a caller gives none of them.
     type: dict
     suboptions:
       status:
