@@ -37,6 +37,8 @@ def main() -> int:
     args = parser.parse_args()
     os.chdir(REPO)
     os.environ.setdefault("MOLECULE_PROJECT_DIRECTORY", str(REPO))
+    # molecule runs ansible-config: the one beside this interpreter, as under make
+    os.environ["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
     names = args.scenarios or sorted(p.parent.name for p in (REPO / "molecule").glob("*/molecule.yml"))
     args.out.mkdir(parents=True, exist_ok=True)
     for name in names:
