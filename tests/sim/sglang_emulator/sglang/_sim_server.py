@@ -1032,6 +1032,18 @@ class Handler(BaseHTTPRequestHandler):
         reason = req.finish_reason()
         return reason["type"], reason.get("matched")
 
+    def _completion_choice(self, req: GenRequest) -> dict:
+        reason, matched = self._choice_finish(req)
+        return {"index": req.index, "text": detokenize(req.output_ids), "logprobs": None, "finish_reason": reason,
+                "matched_stop": matched}
+
+    def _chat_choice(self, req: GenRequest) -> dict:
+        reason, matched = self._choice_finish(req)
+        return {"index": req.index,
+                "message": {"role": "assistant", "content": detokenize(req.output_ids).lstrip(),
+                            "reasoning_content": None, "tool_calls": None},
+                "logprobs": None, "finish_reason": reason, "matched_stop": matched}
+
     def route_completions(self):
         body = self._json_body()
         prompt = body.get("prompt")
@@ -1053,9 +1065,7 @@ class Handler(BaseHTTPRequestHandler):
                 pass
             out = {
                 "id": rid, "object": "text_completion", "created": created, "model": model_name,
-                "choices": [dict(zip(("index", "text", "logprobs", "finish_reason", "matched_stop"),
-                                     (r.index, detokenize(r.output_ids), None) + self._choice_finish(r)))
-                            for r in reqs],
+                "choices": [self._completion_choice(r) for r in reqs],
                 "usage": self._usage(reqs), "metadata": {"weight_version": self.sim.weight_version}}
             sglext = self._spec_details(reqs, body)
             if sglext:
@@ -1105,10 +1115,7 @@ class Handler(BaseHTTPRequestHandler):
                 pass
             out = {
                 "id": rid, "object": "chat.completion", "created": created, "model": model_name,
-                "choices": [dict(zip(("index", "message", "logprobs", "finish_reason", "matched_stop"), (
-                    r.index, {"role": "assistant", "content": detokenize(r.output_ids).lstrip(),
-                              "reasoning_content": None, "tool_calls": None}, None) + self._choice_finish(r)))
-                    for r in reqs],
+                "choices": [self._chat_choice(r) for r in reqs],
                 "usage": self._usage(reqs), "metadata": {"weight_version": self.sim.weight_version}}
             sglext = self._spec_details(reqs, body)
             if sglext:
