@@ -17,7 +17,6 @@ from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
-from ansible_collections.specdec.bench.plugins.module_utils._common import RESULTS_LAYOUT
 from ansible_collections.specdec.bench.plugins.plugin_utils.report import BASELINE_METHOD, ReportError, generate
 
 display = Display()
@@ -47,7 +46,7 @@ class ActionModule(ActionBase):
         results_dir = os.path.abspath(os.path.expanduser(to_text(args['results_dir'])))
         try:
             made = generate(
-                results_dir, args['campaign'], output_dir, dict(RESULTS_LAYOUT),
+                results_dir, args['campaign'], output_dir,
                 hosts=hosts, compare_to=args.get('compare_to') or None,
                 baseline_method=args.get('baseline_method') or BASELINE_METHOD, plots=plots)
         except ReportError as exc:

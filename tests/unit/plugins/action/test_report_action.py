@@ -9,8 +9,8 @@ from ansible.errors import AnsibleActionFail
 from ansible.playbook.task import Task
 
 from ansible_collections.specdec.bench.plugins.action import report as report_action
-from ansible_collections.specdec.bench.plugins.module_utils._common import RESULTS_LAYOUT
 from ansible_collections.specdec.bench.plugins.action import results_unpack as unpack_action
+from ansible_collections.specdec.bench.plugins.module_utils._common import RESULTS_LAYOUT
 from ansible_collections.specdec.bench.plugins.modules import results_archive
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / 'plugin_utils'))
@@ -26,12 +26,12 @@ def run(module, args, check_mode=False, host='ct200'):
 
 
 def test_the_report_reads_the_collections_layout(tmp_path):
-    args = {'campaign': 'c', 'results_dir': str(tmp_path), 'output_dir': str(tmp_path / 'out'), 'plots': False}
-    with mock.patch.object(report_action, 'generate', side_effect=report_action.ReportError('stop')) as generate:
-        with pytest.raises(AnsibleActionFail, match='stop'):
-            run(report_action, args)
-    assert generate.call_args.args[3] == RESULTS_LAYOUT
-    with pytest.raises(AnsibleActionFail, match='layout'):
+    """No layout option: the files read are the ones RESULTS_LAYOUT names (synth writes them so)."""
+    synth.make_campaign(tmp_path / 'results', 'ct200', 'c', synth.ct200_matrix(tps=(1,), budgets=(16,)))
+    assert synth.LAYOUT is RESULTS_LAYOUT and (tmp_path / 'results' / 'ct200' / 'c' / RESULTS_LAYOUT['campaign']).is_file()
+    args = {'campaign': 'c', 'results_dir': str(tmp_path / 'results'), 'output_dir': str(tmp_path / 'out'), 'plots': False}
+    assert run(report_action, args)['measured'] > 0
+    with pytest.raises(AnsibleActionFail, match='Invalid options.*layout'):
         run(report_action, dict(args, layout={'status': 'other.json'}))
 
 
