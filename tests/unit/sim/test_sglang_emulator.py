@@ -921,6 +921,9 @@ def test_chat_completions_stop_at_eos_and_report_it_as_sglang(dflash):
     choice = out["choices"][0]
     assert choice["finish_reason"] == "stop" and choice["matched_stop"] == 151645
     assert out["usage"]["completion_tokens"] == eos_at
+    assert out["usage"] == {"prompt_tokens": out["usage"]["prompt_tokens"], "total_tokens": out["usage"]["total_tokens"],
+                            "completion_tokens": eos_at, "prompt_tokens_details": None, "reasoning_tokens": 0,
+                            "completion_tokens_details": None}
     assert "sglext" not in out
     events = dflash.stream("/v1/chat/completions", dict(body, stream=True))
     finals = [e["choices"][0] for e in events[:-1] if e["choices"] and e["choices"][0]["finish_reason"]]

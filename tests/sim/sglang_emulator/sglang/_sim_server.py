@@ -983,8 +983,9 @@ class Handler(BaseHTTPRequestHandler):
     def _usage(reqs) -> dict:
         prompt = sum(r.prompt_tokens for r in reqs)
         completion = sum(r.completion_tokens for r in reqs)
+        # UsageInfo (entrypoints/openai/protocol.py:221) as usage_processor.py:121 fills it with no reasoning tokens
         return {"prompt_tokens": prompt, "total_tokens": prompt + completion, "completion_tokens": completion,
-                "prompt_tokens_details": None, "reasoning_tokens": 0}
+                "prompt_tokens_details": None, "reasoning_tokens": 0, "completion_tokens_details": None}
 
     def _openai_common(self, body: dict, prompt_tokens: int, seed_source, default_max: int, content=None):
         """Queue the n choices of an OpenAI request; ``content`` is the prompt text the server generates from."""
