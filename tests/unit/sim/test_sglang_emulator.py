@@ -971,3 +971,16 @@ def test_the_eos_id_comes_from_the_model_folder(tmp_path):
     assert sim_server.eos_token_id(str(tmp_path)) == 128009
     assert sim_server.eos_token_id("/nonexistent/Qwen3-8B") == 151645
     assert sim_server.eos_token_id("meta-llama/Llama-3.1-8B") == 2
+
+
+def test_the_emulators_chat_prompt_is_qwen3s_template_for_plain_turns():
+    """render_chat against what transformers recorded with the real Qwen3 template (tests/fixtures/chat-templates)."""
+    fixtures = REPO / "tests" / "fixtures" / "chat-templates"
+    cases = {case["name"]: case for case in json.loads((fixtures / "cases.json").read_text(encoding="utf-8"))}
+    expected = json.loads((fixtures / "qwen3" / "expected.json").read_text(encoding="utf-8"))
+    for name in ("single-turn-thinking-default", "single-turn-thinking-off", "single-turn-thinking-on"):
+        case = cases[name]
+        assert sim_server.render_chat(case["messages"], case.get("chat_template_kwargs")) == expected[name], name
+    system_and_user = [{"role": "system", "content": "S"}, {"role": "user", "content": "U"}]
+    assert sim_server.render_chat(system_and_user, {"enable_thinking": False}) == (
+        "<|im_start|>system\nS<|im_end|>\n<|im_start|>user\nU<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n")
