@@ -6,6 +6,7 @@ definition, run.json the start, exit.json the end, log the output), as specdec.b
 test_view_in_browser.py runs after this file (and makes the long run fail), so the long run is still running here.
 """
 import json
+import os
 
 import pytest
 import testinfra
@@ -18,6 +19,7 @@ UNIT = f"specdec-train-{RUN}.service"
 SMOKE_UNIT = f"specdec-train-{SMOKE}.service"
 MONITOR = "specdec-train-monitor.service"
 SECRET = "hf_simulated_token_never_in_the_definition"
+MODULE_UTILS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "plugins", "module_utils")
 
 
 @pytest.fixture(name="host", scope="module")
@@ -170,6 +172,15 @@ def test_monitor_listens_on_loopback_only(host):
     # the supervisor's reader is installed beside the service, and nothing is written there
     assert host.file("/opt/specdec/train-monitor/_supervisor.py").exists
     assert not host.file("/opt/specdec/train-monitor/__pycache__").exists
+
+
+def test_monitor_imports_the_collections_parser_and_reader_as_they_are(host):
+    """specdec.bench.train_monitor_install wrote them from its payload: the collection's files, byte for byte."""
+    for name in ("_train_log.py", "_supervisor.py"):
+        installed = host.file(f"/opt/specdec/train-monitor/{name}")
+        assert installed.user == "root" and installed.mode == 0o644
+        with open(os.path.join(MODULE_UTILS, name), encoding="utf-8") as handle:
+            assert installed.content_string == handle.read(), name
 
 
 def test_monitor_status_is_the_run(host):
