@@ -5,6 +5,8 @@
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 bin=$repo/.venv/bin
+# antsibull-docs runs ansible-doc: the pinned one, also when run outside make
+export PATH=$bin:$PATH
 cd "$repo"
 fresh=$(mktemp -d)
 trap 'rm -rf "$fresh"' EXIT
