@@ -69,6 +69,10 @@ def test_defaults_and_argument_specs_agree():
     assert set(defaults) == set(options) - required
     for name, spec in options.items():
         assert name.startswith('bench_stage_') and spec.get('description'), name
+        if 'default' not in spec and '{{' in str(defaults.get(name)):
+            # an int taken from another variable cannot be an int default in the spec: the prose names it
+            assert 'Default' in str(spec['description']), name
+            continue
         assert spec.get('default') == defaults.get(name), name
     for key in LIMITS:
         assert defaults['bench_stage_' + key] is None and options['bench_stage_' + key]['type'] == 'float'
