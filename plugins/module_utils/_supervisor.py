@@ -35,6 +35,9 @@ EXIT = 'exit.json'
 LOG = 'log'
 BOOT_ID = '/proc/sys/kernel/random/boot_id'
 TIME_FORMAT = '%Y-%m-%dT%H:%M:%SZ'
+# The moment between the program's end and exit.json: the supervisor reaps it, then writes; status() waits this long
+# at most for the record while the supervisor still lives, instead of calling the program gone unrecorded.
+EXIT_RECORD_WAIT_S = 5.0
 
 # Run by the module as [python3, -c, SUPERVISOR_SCRIPT, <service folder>], detached (a new session, no stdio).
 # It outlives the module, so it cannot import module_utils: its write() is its own, not _common.atomic_write.
@@ -197,6 +200,22 @@ def alive(run, proc_root='/proc', boot_id=None):
     return ticks is not None and (run.get('start_ticks') is None or ticks == run['start_ticks'])
 
 
+def _exit_being_recorded(run, folder, proc_root, wait_s=None):
+    """exit.json once the living supervisor has written it (its program just ended), else None.
+
+    The supervisor reaps its program and then writes exit.json: a status read in between finds the program gone and
+    no record. While the supervisor process lives (same boot), that record is coming: wait for it, bounded.
+    """
+    supervisor = run.get('supervisor_pid')
+    deadline = time.monotonic() + (EXIT_RECORD_WAIT_S if wait_s is None else wait_s)
+    while isinstance(supervisor, int) and _same_boot(run) and start_ticks(supervisor, proc_root) is not None:
+        ended = read_json(os.path.join(folder, EXIT))
+        if ended is not None or time.monotonic() >= deadline:
+            return ended
+        time.sleep(0.02)
+    return read_json(os.path.join(folder, EXIT))
+
+
 def status(folder, proc_root='/proc'):
     """The service's state from its folder, as a systemd unit's would read.
 
@@ -214,14 +233,16 @@ def status(folder, proc_root='/proc'):
     if run is None:
         return result
     result.update(pid=run.get('pid'), started=run.get('started'))
+    if ended is None and alive(run, proc_root):
+        result['state'] = 'running'
+        result['pids'] = group_pids(run, proc_root)
+        return result
+    if ended is None:
+        ended = _exit_being_recorded(run, folder, proc_root)
     if ended is not None:
         result.update(exit_code=ended.get('exit_code'), signal=ended.get('signal'), error=ended.get('error'),
                       finished=ended.get('finished'))
         result['state'] = 'exited' if ended.get('exit_code') == 0 and not ended.get('error') else 'failed'
-        result['pids'] = group_pids(run, proc_root)
-        return result
-    if alive(run, proc_root):
-        result['state'] = 'running'
         result['pids'] = group_pids(run, proc_root)
         return result
     # neither running nor recorded: the supervisor itself was killed (SIGKILL, a reboot)

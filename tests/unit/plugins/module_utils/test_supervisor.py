@@ -12,6 +12,7 @@ import json
 import os
 import signal
 import subprocess
+import threading
 import sys
 import time
 
@@ -219,3 +220,42 @@ def test_a_member_that_ignores_sigterm_is_killed_after_the_timeout(supervised):
     assert supervisor.group_pids(run) == [] and supervisor.start_ticks(child) is None
     assert supervisor.owner_of(child, str(state_dir)) is None
     assert supervisor.status(str(folder))['signal'] == signal.SIGTERM  # the trainer itself went on SIGTERM
+
+
+# --- the moment between the program's end and its exit record -------------------------------------------------------
+
+def test_an_exit_being_recorded_is_waited_for_while_the_supervisor_lives(tmp_path):
+    """The program is gone (a zombie), its supervisor (90) lives and writes exit.json a moment later: the status is
+    the recorded exit, not 'gone without a recorded exit'."""
+    proc, state_dir = tmp_path / 'proc', tmp_path / 'services'
+    fake_process(proc, 90, 1, 90, 900)
+    fake_process(proc, 100, 90, 100, 1000, state='Z')
+    fake_service(state_dir, SERVICE, 100, 1000)
+    folder = state_dir / SERVICE
+    writer = threading.Timer(0.3, lambda: (folder / 'exit.json').write_text(json.dumps(
+        {'exit_code': 7, 'signal': None, 'error': None, 'finished': '2026-12-03T10:01:00Z'})))
+    writer.start()
+    try:
+        found = supervisor.status(str(folder), proc_root=str(proc))
+    finally:
+        writer.join()
+    assert found['state'] == 'failed' and found['exit_code'] == 7 and found['error'] is None
+
+
+def test_without_a_living_supervisor_a_gone_program_is_failed_unrecorded_at_once(tmp_path):
+    proc, state_dir = tmp_path / 'proc', tmp_path / 'services'
+    fake_process(proc, 100, 1, 100, 1000, state='Z')
+    fake_service(state_dir, SERVICE, 100, 1000)
+    started = time.monotonic()
+    found = supervisor.status(str(state_dir / SERVICE), proc_root=str(proc))
+    assert found['state'] == 'failed' and 'recorded no exit' in found['error']
+    assert time.monotonic() - started < supervisor.EXIT_RECORD_WAIT_S
+
+
+def test_a_supervisor_that_never_records_is_waited_for_only_so_long(tmp_path, monkeypatch):
+    proc, state_dir = tmp_path / 'proc', tmp_path / 'services'
+    fake_process(proc, 90, 1, 90, 900)
+    fake_service(state_dir, SERVICE, 100, 1000)
+    monkeypatch.setattr(supervisor, 'EXIT_RECORD_WAIT_S', 0.2)
+    found = supervisor.status(str(state_dir / SERVICE), proc_root=str(proc))
+    assert found['state'] == 'failed' and 'recorded no exit' in found['error']
