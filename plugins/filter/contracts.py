@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.specdec.bench.plugins.module_utils._common import ID_PATTERN, RESULTS_LAYOUT
+from ansible_collections.specdec.bench.plugins.module_utils._common import ID_PATTERN, RESULTS_LAYOUT, results_file
 
 
 def results_layout(keys=None, **fields):
-    """None or '': the whole layout; a key: its file name (fields such as concurrency filled); a list: those keys."""
+    """None or '': the whole layout; a key: its file name (fields dataset, temperature, concurrency filled; the
+    temperature written as file names write it); a list: those keys."""
     if keys in (None, ''):
         return dict(RESULTS_LAYOUT)
     wanted = [keys] if isinstance(keys, str) else keys
@@ -23,7 +24,13 @@ def results_layout(keys=None, **fields):
         raise AnsibleFilterError('results_layout: %s not a layout key; allowed: %s'
                                  % (', '.join(map(repr, unknown)), ', '.join(sorted(RESULTS_LAYOUT))))
     if isinstance(keys, str):
-        return RESULTS_LAYOUT[keys].format(**fields) if fields else RESULTS_LAYOUT[keys]
+        if not fields:
+            return RESULTS_LAYOUT[keys]
+        try:
+            return results_file(keys, **fields)
+        except (KeyError, IndexError, ValueError) as exc:
+            raise AnsibleFilterError('results_layout: %r needs the fields of %r, got %s (%s)'
+                                     % (keys, RESULTS_LAYOUT[keys], ', '.join(sorted(fields)), exc))
     return {key: RESULTS_LAYOUT[key] for key in wanted}
 
 

@@ -3,7 +3,8 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 """bench_run's builtin harness: warm-up, cache flush and the measured run of _builtin_harness's LoadRun, with the
-raw log and the result file kept up to date while it runs.
+raw log and the result file kept up to date while it runs. The prompts are seeded random token ids, or the
+conversations of O(prompts_file) with the run's sampling params.
 
 Private to the specdec.bench collection; standard library only.
 """
@@ -14,9 +15,18 @@ import json
 import os
 import time
 
-from ansible_collections.specdec.bench.plugins.module_utils._builtin_harness import LoadRun, arrival_times, generate_body, make_prompts
+from ansible_collections.specdec.bench.plugins.module_utils._builtin_harness import (
+    Conversation,
+    LoadRun,
+    arrival_times,
+    generate_body,
+    make_prompts,
+    read_prompts,
+    sampling_params,
+    text_body,
+)
 from ansible_collections.specdec.bench.plugins.module_utils._harness import from_builtin, result_row
-from ansible_collections.specdec.bench.plugins.module_utils._harness_run import STOP_GRACE_S, workload, write_row
+from ansible_collections.specdec.bench.plugins.module_utils._harness_run import STOP_GRACE_S, write_row
 from ansible_collections.specdec.bench.plugins.module_utils._sglang_http import CONNECTION_ERRORS, HTTPStatusError, post, request_json
 
 CHECKPOINT_SECONDS = 1.0
@@ -45,12 +55,36 @@ class RawLog:
         os.close(self.fd)
 
 
-def progress_row(params, records, raw_path):
+def run_sampling(params):
+    """The sampling params of the run's requests: max_new_tokens and EOS as the options say; random prompts always
+    ask exactly output_len tokens."""
+    if params.get('prompts_file'):
+        tokens, ignore_eos = params['max_new_tokens'], params['ignore_eos']
+    else:
+        tokens, ignore_eos = params['output_len'], True
+    return sampling_params(tokens, params['temperature'], params['top_p'], params['top_k'], ignore_eos)
+
+
+def run_bodies(params, records=None):
+    """(the measured run's bodies, a warm-up body): random token-id prompts, or the prompts file's conversations
+    (its records, read_prompts's, when already read)."""
+    sampling = run_sampling(params)
+    if params.get('prompts_file'):
+        records = read_prompts(params['prompts_file']) if records is None else records
+        conversations = [Conversation(record['id'], record.get('category'), record['segments'], sampling)
+                         for record in records]
+        return conversations, text_body(conversations[0].segments[0], sampling)
+    prompts = make_prompts(params['seed'], params['num_prompts'], params['input_len'])
+    return [generate_body(prompt, params['output_len'], sampling) for prompt in prompts], generate_body(
+        prompts[0], params['output_len'], sampling)
+
+
+def progress_row(workload, records, raw_path):
     """The result file while the run goes on: counts so far, no statistics, complete false."""
     measured = [record for record in records if not record['warmup']]
-    completed = sum(1 for record in measured if record['success'])
-    return result_row(harness='builtin', completed=completed, failed=params['num_prompts'] - completed, complete=False,
-                      raw_file=raw_path, errors=[], **workload(params))
+    completed = sum(1 for record in measured if record['success'] and record.get('final', True))
+    return result_row(harness='builtin', completed=completed, failed=workload['num_prompts'] - completed, complete=False,
+                      raw_file=raw_path, errors=[], **workload)
 
 
 def drive(run, raw, records, seconds, on_checkpoint=None):
@@ -72,27 +106,27 @@ def drive(run, raw, records, seconds, on_checkpoint=None):
     return records
 
 
-def run_builtin(module, params, limits, result_path, raw_path):
+def run_builtin(module, params, limits, result_path, raw_path, workload, records=None):
     """Warm up, flush, run; every second the raw log gets the finished requests and, in the measured run, the result
-    file the counts. Every request is bound by the limits; the measured run by the run deadline.
+    file the counts. Every request is bound by the limits; the measured run by the run deadline. workload: the row's
+    workload keys (_harness_run.workload); records: the prompts file's, when already read.
 
     Returns (result row, error or None).
     """
     base = params['base_url'].rstrip('/')
-    prompts = make_prompts(params['seed'], params['num_prompts'], params['input_len'])
+    bodies, body = run_bodies(params, records)
     raw = RawLog(raw_path)
     try:
-        write_row(result_path, progress_row(params, [], raw_path))
+        write_row(result_path, progress_row(workload, [], raw_path))
         records = []
         if params['warmup_requests'] > 0:
-            body = generate_body(prompts[0], params['output_len'])
             # every warm-up request starts at once: their request deadline bounds the warm-up
             warmup = LoadRun(base, [body] * params['warmup_requests'], [0.0] * params['warmup_requests'],
                              params['warmup_requests'], limits['request_timeout'], warmup=True,
                              request_deadline=limits['request_deadline']).start()
             records = drive(warmup, raw, records, limits['request_deadline'])
             if not any(record['success'] for record in records):
-                row = from_builtin(records, None, raw_file=raw_path, interrupted=True, **workload(params))
+                row = from_builtin(records, None, raw_file=raw_path, interrupted=True, **workload)
                 row['errors'] = sorted(set(record['error'] or 'unfinished' for record in records))[:5]
                 write_row(result_path, row)
                 return row, 'every warm-up request failed: %s' % '; '.join(row['errors'])
@@ -104,12 +138,11 @@ def run_builtin(module, params, limits, result_path, raw_path):
             except CONNECTION_ERRORS as exc:
                 module.warn('POST /flush_cache failed: %s' % exc)
 
-        run = LoadRun(base, [generate_body(prompt, params['output_len']) for prompt in prompts],
-                      arrival_times(params['seed'], len(prompts), params['request_rate']),
+        run = LoadRun(base, bodies, arrival_times(params['seed'], len(bodies), params['request_rate']),
                       params['concurrency'], limits['request_timeout'], request_deadline=limits['request_deadline'],
                       run_deadline=limits['run_deadline']).start()
         records = drive(run, raw, records, limits['run_deadline'],
-                        lambda snapshot: write_row(result_path, progress_row(params, snapshot, raw_path)))
+                        lambda snapshot: write_row(result_path, progress_row(workload, snapshot, raw_path)))
     finally:
         raw.close()
 
@@ -119,7 +152,7 @@ def run_builtin(module, params, limits, result_path, raw_path):
     except (HTTPStatusError, ValueError) + CONNECTION_ERRORS as exc:
         module.warn('cannot read /server_info after the run: %s' % exc)
     row = from_builtin(records, run.duration, server_info=server_info, raw_file=raw_path,
-                       interrupted=run.duration is None, **workload(params))
+                       interrupted=run.duration is None, **workload)
     if run.duration is None:  # given up: its threads outlived the run deadline
         row['errors'] = (row['errors'] + ['the run did not end %g s after its deadline' % STOP_GRACE_S])[:5]
     write_row(result_path, row)

@@ -2,10 +2,15 @@
 # Copyright: (c) 2026, specdec.bench developers
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The builtin harness's load generator: seeded prompts, a request schedule and streaming worker threads.
+"""The builtin harness's load generator: seeded or dataset prompts, a request schedule and streaming worker threads.
 
 Private to the specdec.bench collection; standard library only, so it runs on any benchmark host. The statistics
 are made from its records by _harness.from_builtin.
+
+Prompts: seeded random token ids (make_prompts), or the conversations of a host prompts file (read_prompts, written
+by the workload_prepare action): {"id", "category", "segments": [str, ...], "turns"}. A conversation's turn i is one
+/generate request whose text is segments[0] + answer_0 + ... + answer_{i-1} + segments[i], answer_j being the text
+the server generated for turn j; its turns run one after another in one concurrency slot.
 
 Scheduling: each prompt has an arrival time (all at 0 for an infinite rate, else a seeded Poisson process). A
 request is meant to start at its arrival or when a concurrency slot frees up, whichever is later; the record
@@ -77,13 +82,67 @@ def arrival_times(seed, count, request_rate):
     return times
 
 
-def generate_body(prompt, output_len):
-    """A native /generate request for exactly output_len tokens, greedy, streamed."""
+def sampling_params(max_new_tokens, temperature=0.0, top_p=1.0, top_k=-1, ignore_eos=True):
+    """SGLang's sampling_params of every request of a run."""
+    return {'max_new_tokens': max_new_tokens, 'temperature': temperature, 'top_p': top_p, 'top_k': top_k,
+            'ignore_eos': ignore_eos}
+
+
+def generate_body(prompt, output_len, sampling=None):
+    """A native /generate request of prompt token ids, streamed; by default greedy, for exactly output_len tokens."""
     return {
         'input_ids': prompt,
-        'sampling_params': {'max_new_tokens': output_len, 'temperature': 0, 'ignore_eos': True},
+        'sampling_params': sampling or sampling_params(output_len),
         'stream': True,
     }
+
+
+def text_body(text, sampling):
+    """A native /generate request of a templated prompt text, streamed."""
+    return {'text': text, 'sampling_params': sampling, 'stream': True}
+
+
+class Conversation:
+    """One record of a prompts file: its turns' segments, sent turn after turn with the same sampling params."""
+
+    __slots__ = ('id', 'category', 'segments', 'sampling')
+
+    def __init__(self, record_id, category, segments, sampling):
+        self.id = record_id
+        self.category = category
+        self.segments = segments
+        self.sampling = sampling
+
+    def turn_text(self, turn, answers):
+        """The text of turn `turn` given the answers of the turns before it."""
+        parts = [self.segments[0]]
+        for index in range(1, turn + 1):
+            parts.append(answers[index - 1])
+            parts.append(self.segments[index])
+        return ''.join(parts)
+
+
+def read_prompts(path):
+    """The records of a host prompts file, each checked: [{id, category, segments, turns}]. Raises ValueError
+    naming the line of the first that is not one."""
+    records = []
+    with open(path, encoding='utf-8') as handle:
+        for number, line in enumerate(handle, 1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except ValueError as exc:
+                raise ValueError('%s line %d is not JSON: %s' % (path, number, exc))
+            segments = record.get('segments') if isinstance(record, dict) else None
+            if (not isinstance(segments, list) or not segments or not all(isinstance(x, str) for x in segments)
+                    or not isinstance(record.get('id'), str)):
+                raise ValueError('%s line %d is not a prompt record {"id": str, "category": str, "segments": [str, ...]}'
+                                 % (path, number))
+            records.append(record)
+    if not records:
+        raise ValueError('%s holds no prompt' % path)
+    return records
 
 
 def chunk_size(line):
@@ -296,7 +355,9 @@ def _shutdown(sock):
 
 
 class LoadRun:
-    """Sends the bodies at their arrival times with at most `concurrency` in flight, one thread per slot.
+    """Sends the bodies at their arrival times with at most `concurrency` in flight, one thread per slot. A body
+    may be a Conversation: its turns are sent one after another in its slot, each turn's text built from the
+    answers before it; a turn that fails ends its conversation (its later turns are not sent).
 
     records fills as requests finish (list.append is atomic); start() returns at once, wait() joins. With a
     stamp_key, each record also keeps sent_s: every chunk's meta_info[stamp_key] (a server's send time on the
@@ -420,7 +481,11 @@ class LoadRun:
                 if self._closing(self.clock()):
                     self.records.append(self._unsent(index, intended))
                     continue
-                record = self._send(index, intended)
+                if isinstance(self.bodies[index], Conversation):
+                    slot_free = self._converse(index, intended)
+                    continue
+                record, _answer = self._send(index, intended)
+                record.update(id=str(index), turn=0)
                 slot_free = record['end_s'] + self.started_at
                 self.records.append(record)
         finally:
@@ -428,6 +493,24 @@ class LoadRun:
                 self._active -= 1
                 if not self._active:
                     self._done.set()
+
+    def _converse(self, index, intended):
+        """Send a conversation's turns in order; returns when its slot is free again (on the run's clock)."""
+        conversation = self.bodies[index]
+        answers = []
+        last = len(conversation.segments) - 1
+        end = intended
+        for turn in range(last + 1):
+            body = text_body(conversation.turn_text(turn, answers), conversation.sampling)
+            record, answer = self._send(index, intended, body)
+            record.update(id=conversation.id, category=conversation.category, turn=turn, final=turn == last)
+            self.records.append(record)
+            end = record['end_s'] + self.started_at
+            if not record['success'] or turn == last or self._closing(self.clock()):
+                break
+            answers.append(answer or '')
+            intended = self.clock()  # the next turn is meant to start once this one's answer is in
+        return end
 
     def _unsent(self, index, intended):
         record = {
@@ -441,13 +524,18 @@ class LoadRun:
             'end_s': None,
         }
         record.update(RequestTiming(None).record())
+        body = self.bodies[index]
+        if isinstance(body, Conversation):
+            record.update(id=body.id, category=body.category, turn=0, final=len(body.segments) == 1)
         record['chunk_s'] = []
         if self.stamp_key:
             record['sent_s'] = []
         return record
 
-    def _send(self, index, intended):
+    def _send(self, index, intended, body=None):
+        """One request (bodies[index], or `body` for a conversation's turn): (its record, the text it generated)."""
         start = self.clock()
+        answer = None
         timing = RequestTiming(start)
         error = None
         chunks, stamps = [], []
@@ -460,7 +548,7 @@ class LoadRun:
             with self._lock:
                 self._watches[index] = watch
         try:
-            self._read(index, timing, chunks, stamps, watch)
+            answer = self._read(self.bodies[index] if body is None else body, timing, chunks, stamps, watch)
         except Exception as exc:  # pylint: disable=broad-exception-caught  # any failure is this request's, recorded
             error = '%s: %s' % (type(exc).__name__, exc)
         finally:
@@ -490,14 +578,15 @@ class LoadRun:
         record['chunk_s'] = chunks
         if self.stamp_key:
             record['sent_s'] = stamps
-        return record
+        return record, answer
 
-    def _read(self, index, timing, chunks, stamps, watch):
+    def _read(self, body, timing, chunks, stamps, watch):
         """Stream one request into its timing, each chunk's arrival into chunks (and its stamp into stamps), both in
         seconds from the run's start, rounded.
 
         The hot path: chunks are read by lean_chunk, not parsed; the last one before [DONE] is parsed in full for
-        its meta_info (token, prompt and acceptance counts), as RequestTiming.feed would have kept it. Every
+        its meta_info (token, prompt and acceptance counts), as RequestTiming.feed would have kept it, and its text
+        (SGLang's native stream re-sends the whole text so far), which is returned: the answer of the turn. Every
         chunk's token count is checked against max_new_tokens before it is used: a count beyond it would make as
         many inter-token gaps.
         """
@@ -505,7 +594,6 @@ class LoadRun:
         quoted = ('"%s"' % stamp_key).encode('utf-8') if stamp_key else None
         feed, add_chunk, add_stamp = timing.feed, chunks.append, stamps.append
         t0 = self.started_at
-        body = self.bodies[index]
         asked = (body.get('sampling_params') or {}).get('max_new_tokens')
         prompt_len = len(body['input_ids']) if isinstance(body.get('input_ids'), list) else None
         most = asked if isinstance(asked, int) else float('inf')
@@ -517,12 +605,15 @@ class LoadRun:
             for now, payloads in reads:
                 for payload in payloads:
                     if payload == b'[DONE]':
+                        answer = None
                         if last is not None:
-                            meta = json.loads(last).get('meta_info') or {}
+                            event = json.loads(last)
+                            meta = event.get('meta_info') or {}
                             check_meta(meta, asked, prompt_len)
                             timing.meta = meta
+                            answer = event.get('text')
                         feed(now, '[DONE]')
-                        return
+                        return answer if isinstance(answer, str) else None
                     last = payload
                     lean = lean_chunk(payload, quoted)
                     if lean is None:

@@ -7,6 +7,7 @@
 Private to the specdec.bench collection; standard library only, so modules can ship it to a bare Python 3.9 host.
 - ID_PATTERN: campaign, stage, TP, run and process names (they become folder and unit names).
 - RESULTS_LAYOUT: the file names of a campaign's results folder; bench_stage writes them, collect and report read them.
+- temperature_tag: a sampling temperature as it appears in a result's file name.
 - atomic_write: write-and-rename, so a reader sees the old or the new content and never a part.
 - finite: a number as float, or None for what strict JSON cannot hold.
 - file_sha256: a file's sha256, read in blocks.
@@ -27,14 +28,15 @@ ID_RE = re.compile(ID_PATTERN + r'\Z')
 ID_MAX_LEN = 64
 
 # <results root>/<campaign>/ holds RESULTS_LAYOUT['campaign'] and one folder per stage id with the other files.
-# {concurrency} is filled per harness run (Python str.format).
+# {dataset}, {temperature} and {concurrency} are filled per harness run (Python str.format; results_file writes the
+# temperature with temperature_tag). A run with no datasets in the spec is dataset 'random'.
 RESULTS_LAYOUT = {
     # in <root>/<campaign>/
     'campaign': 'campaign.json',
     # in <root>/<campaign>/<stage id>/
     'status': 'status.json',
-    'result': 'result-c{concurrency}.json',
-    'raw': 'raw-c{concurrency}.jsonl',
+    'result': 'result-{dataset}-t{temperature}-c{concurrency}.json',
+    'raw': 'raw-{dataset}-t{temperature}-c{concurrency}.jsonl',
     'server_info': 'server_info.json',
     'gpus': 'gpus.json',
     'unit': 'unit.service',
@@ -51,8 +53,16 @@ def is_id(value, max_len=ID_MAX_LEN):
     return isinstance(value, str) and len(value) <= max_len and ID_RE.match(value) is not None
 
 
+def temperature_tag(temperature):
+    """A temperature as file names write it: '%g' (0 -> '0', 0.7 -> '0.7', 1.0 -> '1')."""
+    return '%g' % float(temperature)
+
+
 def results_file(name, **fields):
-    """The file name RESULTS_LAYOUT gives `name`, with its fields (concurrency=...) filled in."""
+    """The file name RESULTS_LAYOUT gives `name`, with its fields (dataset=, temperature=, concurrency=) filled in;
+    a number given as temperature is written by temperature_tag."""
+    if isinstance(fields.get('temperature'), (int, float)) and not isinstance(fields['temperature'], bool):
+        fields['temperature'] = temperature_tag(fields['temperature'])
     return RESULTS_LAYOUT[name].format(**fields)
 
 

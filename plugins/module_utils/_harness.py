@@ -2,7 +2,7 @@
 # Copyright: (c) 2026, specdec.bench developers
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The normalized benchmark result (one row per stage and concurrency) and how each harness's raw output maps to it.
+"""The normalized benchmark result (one row per stage, dataset, temperature and concurrency) and how each harness's raw output maps to it.
 
 Private to the specdec.bench collection; standard library only, pure functions. This is the one place the result
 schema is defined: bench_run writes rows made here and the report reads nothing else.
@@ -13,6 +13,10 @@ Statistics follow SGLang's benchmark client (sglang.benchmark.serving, 0.5.23) s
   it carries (the growth of `meta_info.completion_tokens`); a chunk that adds no token is skipped.
 - E2E latency: request start to the last line of the stream (`data: [DONE]` included).
 - TPOT: (E2E - TTFT) / (output tokens - 1), for requests with more than one output token.
+- Acceptance length (tau): the run's own requests' sum of completion_tokens over their sum of spec_verify_ct
+  (final meta_info), over the completed requests that carry spec_verify_ct > 0; null when none does (an
+  autoregressive server). /server_info's avg_spec_accept_length (after /flush_cache, warm-up included) is kept
+  beside it as a cross-check, and a relative disagreement above ACCEPT_DISAGREEMENT is flagged.
 - mean is the arithmetic mean; median and p99 are percentiles by linear interpolation between the closest ranks
   (numpy's default, which SGLang's client uses): rank = (n - 1) * q / 100.
 """
@@ -30,22 +34,31 @@ LATENCY_METRICS = ('ttft_ms', 'itl_ms', 'tpot_ms', 'e2e_latency_ms')
 STATISTICS = ('mean', 'median', 'p99')
 STAT_KEYS = tuple('%s_%s' % (stat, metric) for metric in LATENCY_METRICS for stat in STATISTICS)
 CLIENT_LAG_KEYS = ('mean_client_lag_ms', 'p99_client_lag_ms', 'max_client_lag_ms')
+# The dataset and sampling keys of a row (bench_run's options; _harness_run.workload fills them).
+DATASET_KEYS = ('dataset', 'dataset_kind', 'dataset_source', 'dataset_source_sha256', 'dataset_sha256', 'prompts_sha256',
+                'template_sha256', 'turns')
+SAMPLING_KEYS = ('temperature', 'top_p', 'top_k', 'ignore_eos', 'max_new_tokens')
+ACCEPT_KEYS = ('accept_length', 'accept_length_source', 'accept_length_server_info', 'accept_length_disagreement',
+               'accept_length_flag', 'accept_length_p10', 'accept_length_median', 'accept_length_p90')
 # Every key of a result row, in the order it is written.
 RESULT_KEYS = (
     'schema_version', 'harness', 'stage', 'concurrency', 'num_prompts', 'input_len', 'output_len', 'request_rate', 'seed',
-    'completed', 'failed', 'complete', 'duration_s', 'total_input_tokens', 'total_output_tokens',
-    'output_throughput', 'request_throughput',
-) + STAT_KEYS + ('accept_length', 'accept_length_source') + CLIENT_LAG_KEYS + ('errors', 'raw_file')
+) + DATASET_KEYS + SAMPLING_KEYS + (
+    'completed', 'failed', 'complete', 'requests', 'duration_s', 'total_input_tokens', 'total_output_tokens',
+    'mean_output_len', 'output_throughput', 'request_throughput',
+) + STAT_KEYS + ACCEPT_KEYS + CLIENT_LAG_KEYS + ('errors', 'raw_file')
 MAX_ERRORS = 5
+ACCEPT_DISAGREEMENT = 0.02  # relative gap between the requests' tau and /server_info's that flags a row
 
 
-def result_file_name(concurrency):
-    return results_file('result', concurrency=concurrency)
+def result_file_name(dataset, temperature, concurrency):
+    return results_file('result', dataset=dataset, temperature=temperature, concurrency=concurrency)
 
 
-def raw_file_name(concurrency, suffix='jsonl'):
+def raw_file_name(dataset, temperature, concurrency, suffix='jsonl'):
     """The layout's raw file of a run; another suffix names a file beside it (the sglang client's log: 'log')."""
-    return '%s.%s' % (results_file('raw', concurrency=concurrency).rsplit('.', 1)[0], suffix)
+    name = results_file('raw', dataset=dataset, temperature=temperature, concurrency=concurrency)
+    return '%s.%s' % (name.rsplit('.', 1)[0], suffix)
 
 
 def result_row(**values):
@@ -120,15 +133,19 @@ class RequestTiming:
         return self.meta.get('completion_tokens', self._last_tokens)
 
     def record(self):
-        """The timing fields of a builtin harness request record."""
+        """The timing fields of a builtin harness request record, with the final meta_info's counts and finish reason
+        (its type: stop, length or abort)."""
+        reason = self.meta.get('finish_reason')
         return {
             'ttft_s': self.ttft,
             'latency_s': self.latency,
             'itl_s': self.itl,
             'output_tokens': self.output_tokens,
+            'completion_tokens': self.meta.get('completion_tokens'),
             'prompt_tokens': self.meta.get('prompt_tokens'),
             'spec_verify_ct': self.meta.get('spec_verify_ct'),
             'spec_accept_length': self.meta.get('spec_accept_length'),
+            'finish_reason': reason.get('type') if isinstance(reason, dict) else reason,
         }
 
 
@@ -142,27 +159,53 @@ def server_accept_length(server_info):
     return finite(server_info.get('avg_spec_accept_length'))
 
 
+def _verify_steps(record):
+    """A request's spec_verify_ct when it is a positive count, else None."""
+    steps = record.get('spec_verify_ct')
+    return steps if isinstance(steps, int) and not isinstance(steps, bool) and steps > 0 else None
+
+
 def requests_accept_length(records):
-    """Acceptance length over finished requests: their tokens over their verify steps, else the mean of their own values."""
-    steps = [(r.get('output_tokens') or 0, r['spec_verify_ct']) for r in records if r.get('spec_verify_ct')]
-    if steps:
-        return float(sum(tokens for tokens, _ct in steps)) / sum(ct for _tokens, ct in steps)
-    lengths = [finite(r.get('spec_accept_length')) for r in records]
-    lengths = [length for length in lengths if length is not None]
-    return math.fsum(lengths) / len(lengths) if lengths else None
+    """Acceptance length over finished requests: the sum of their output tokens over the sum of their verify steps,
+    over those that carry spec_verify_ct > 0; None when none does."""
+    steps = [(r.get('output_tokens') or 0, _verify_steps(r)) for r in records if _verify_steps(r)]
+    if not steps:
+        return None
+    return float(sum(tokens for tokens, _ct in steps)) / sum(ct for _tokens, ct in steps)
+
+
+def accept_fields(records, server_info=None, server_accept=None):
+    """The ACCEPT_KEYS of a row from the finished requests (output_tokens, spec_verify_ct) and /server_info (or its
+    figure, server_accept, when the harness read it itself)."""
+    accept = requests_accept_length(records)
+    per_request = [float(r.get('output_tokens') or 0) / _verify_steps(r) for r in records if _verify_steps(r)]
+    if server_accept is None:
+        server_accept = server_accept_length(server_info)
+    disagreement = None
+    if accept is not None and server_accept:
+        disagreement = abs(accept - server_accept) / server_accept
+    return dict(
+        accept_length=accept, accept_length_source='requests' if accept is not None else None,
+        accept_length_server_info=server_accept, accept_length_disagreement=disagreement,
+        accept_length_flag=disagreement is not None and disagreement > ACCEPT_DISAGREEMENT,
+        accept_length_p10=percentile(per_request, 10), accept_length_median=percentile(per_request, 50),
+        accept_length_p90=percentile(per_request, 90),
+    )
 
 
 def from_builtin(records, duration_s, concurrency, num_prompts, input_len, output_len, request_rate=None, seed=None,
-                 server_info=None, raw_file=None, stage=None, interrupted=False):
+                 server_info=None, raw_file=None, stage=None, interrupted=False, **workload):
     """The result row of a builtin harness run from its request records (warm-up records are left out).
 
-    A record holds success, error, intended_start_s, start_s and RequestTiming.record()'s fields. `failed` counts
-    every prompt that did not complete, sent or not. Acceptance length comes from /server_info when it has one,
-    else from the requests' meta_info.
+    A record holds success, error, intended_start_s, start_s and RequestTiming.record()'s fields; a turn of a
+    conversation also `final` (False but on its last turn). `completed` counts the prompts (conversations) whose
+    every turn completed, `failed` every other prompt, sent or not; `requests` the turn requests sent. Latency,
+    token and acceptance figures are over the completed turn requests. workload: the DATASET_KEYS and
+    SAMPLING_KEYS.
     """
     measured = [r for r in records if not r.get('warmup')]
     finished = [r for r in measured if r.get('success')]
-    completed = len(finished)
+    completed = sum(1 for r in finished if r.get('final', True))
     ttfts = [r['ttft_s'] for r in finished if r.get('ttft_s') is not None]
     e2e = [r['latency_s'] for r in finished if r.get('latency_s') is not None]
     itls = [gap for r in finished for gap in r.get('itl_s') or ()]
@@ -172,23 +215,22 @@ def from_builtin(records, duration_s, concurrency, num_prompts, input_len, outpu
             if r.get('start_s') is not None and r.get('intended_start_s') is not None]
     total_output = sum(r.get('output_tokens') or 0 for r in finished)
     duration = finite(duration_s)
-    accept, source = server_accept_length(server_info), 'server_info'
-    if accept is None:
-        accept, source = requests_accept_length(finished), 'requests'
     values = dict(
         harness='builtin', stage=stage, concurrency=concurrency, num_prompts=num_prompts, input_len=input_len,
         output_len=output_len, request_rate=finite(request_rate), seed=seed,
         completed=completed, failed=num_prompts - completed, complete=completed == num_prompts and not interrupted,
-        duration_s=duration,
+        requests=sum(1 for r in measured if r.get('start_s') is not None), duration_s=duration,
         total_input_tokens=sum(r.get('prompt_tokens') or 0 for r in finished), total_output_tokens=total_output,
+        mean_output_len=float(total_output) / len(finished) if finished else None,
         output_throughput=total_output / duration if duration else None,
-        request_throughput=completed / duration if duration else None,
-        accept_length=accept, accept_length_source=source if accept is not None else None,
+        request_throughput=len(finished) / duration if duration else None,
         mean_client_lag_ms=math.fsum(lags) / len(lags) * 1000.0 if lags else None,
         p99_client_lag_ms=percentile(lags, 99) * 1000.0 if lags else None,
         max_client_lag_ms=max(lags) * 1000.0 if lags else None,
         errors=_first_errors(r.get('error') for r in measured), raw_file=raw_file,
     )
+    values.update(workload)
+    values.update(accept_fields(finished, server_info))
     for metric, seconds in (('ttft_ms', ttfts), ('itl_ms', itls), ('tpot_ms', tpots), ('e2e_latency_ms', e2e)):
         values.update(summarize(seconds, metric))
     return result_row(**values)
@@ -213,12 +255,14 @@ def parse_client_output(text):
 
 
 def from_sglang_client(text, num_prompts=None, concurrency=None, input_len=None, output_len=None, request_rate=None,
-                       seed=None, raw_file=None, stage=None, interrupted=False):
+                       seed=None, raw_file=None, stage=None, interrupted=False, **workload):
     """The result row of one run of SGLang's benchmark client, from its --output-file text (the last line counts).
 
-    What the line does not hold (num_prompts, seed) comes from the arguments; the workload keys fall back to the
-    line's random_input_len, random_output_len, max_concurrency and request_rate. The client reads acceptance
-    length from /server_info. Raises ValueError when the text holds no result line.
+    What the line does not hold (num_prompts, seed, workload: the DATASET_KEYS and SAMPLING_KEYS) comes from the
+    arguments; the workload keys fall back to the line's random_input_len, random_output_len, max_concurrency and
+    request_rate (input_len and output_len only for random prompts). The client reads acceptance length from
+    /server_info and keeps no per-request verify count: accept_length is null, the client's figure is
+    accept_length_server_info. Raises ValueError when the text holds no result line.
     """
     data = parse_client_output(text)
     completed = data.get('completed')
@@ -226,21 +270,27 @@ def from_sglang_client(text, num_prompts=None, concurrency=None, input_len=None,
         raise ValueError('the client result line has no completed count')
     if num_prompts is None:
         num_prompts = completed
+    random_prompts = workload.get('dataset_kind', 'random') == 'random'
+    if not random_prompts:
+        input_len = output_len = None
     values = dict(
         harness='sglang', stage=stage,
         concurrency=concurrency if concurrency is not None else data.get('max_concurrency'),
         num_prompts=num_prompts,
-        input_len=input_len if input_len is not None else data.get('random_input_len'),
-        output_len=output_len if output_len is not None else data.get('random_output_len'),
+        input_len=input_len if input_len is not None or not random_prompts else data.get('random_input_len'),
+        output_len=output_len if output_len is not None or not random_prompts else data.get('random_output_len'),
         request_rate=finite(request_rate if request_rate is not None else data.get('request_rate')), seed=seed,
         completed=completed, failed=num_prompts - completed, complete=completed == num_prompts and not interrupted,
         duration_s=finite(data.get('duration')),
         total_input_tokens=data.get('total_input_tokens'), total_output_tokens=data.get('total_output_tokens'),
         output_throughput=finite(data.get('output_throughput')), request_throughput=finite(data.get('request_throughput')),
-        accept_length=finite(data.get('accept_length')),
+        requests=completed if interrupted else num_prompts,
+        mean_output_len=(float(data['total_output_tokens']) / completed
+                         if completed and isinstance(data.get('total_output_tokens'), int) else None),
         errors=_first_errors(data.get('errors') or ()), raw_file=raw_file,
     )
-    values['accept_length_source'] = 'server_info' if values['accept_length'] is not None else None
+    values.update(workload)
+    values.update(accept_fields([], server_accept=finite(data.get('accept_length'))))
     for key in STAT_KEYS:
         values[key] = finite(data.get(key))
     return result_row(**values)

@@ -22,35 +22,70 @@ DECODE_S_PER_TOKEN = 0.5  # seconds an output token takes at most
 STOP_GRACE_S = 10.0  # after SIGTERM, before SIGKILL; also how long bench_run waits on a run past its deadline
 
 
-def run_limits(params):
+# The keys of bench_run's `dataset` option that a row records, by row key.
+DATASET_ROW_KEYS = (('dataset_kind', 'kind'), ('dataset_source', 'source'), ('dataset_source_sha256', 'source_sha256'),
+                    ('dataset_sha256', 'normalized_sha256'), ('prompts_sha256', 'prompts_sha256'),
+                    ('template_sha256', 'template_sha256'))
+
+
+def run_limits(params, shape=None):
     """{request_timeout, request_deadline, run_deadline} in seconds: the options where given, else derived from the
-    workload (see bench_run's DOCUMENTATION)."""
+    workload (see bench_run's DOCUMENTATION). shape, for a prompts file: {input_len, output_len, num_prompts} of
+    its longest conversation (prompt characters, an upper bound of its tokens; max_new_tokens times its turns)."""
+    shape = dict(params, **(shape or {}))
     timeout = params['request_timeout']
     if timeout is None:
-        timeout = CONNECT_S + params['input_len'] * params['concurrency'] / PREFILL_TOKENS_PER_S
+        timeout = CONNECT_S + shape['input_len'] * params['concurrency'] / PREFILL_TOKENS_PER_S
     request = params['request_deadline']
     if request is None:
-        request = timeout + params['output_len'] * DECODE_S_PER_TOKEN
+        request = timeout + shape['output_len'] * DECODE_S_PER_TOKEN
     run = params['run_deadline']
     if run is None:
         rate = finite(params['request_rate'])
-        waves = -(-params['num_prompts'] // params['concurrency'])
-        run = (2.0 * params['num_prompts'] / rate if rate else 0.0) + waves * request
+        waves = -(-shape['num_prompts'] // params['concurrency'])
+        run = (2.0 * shape['num_prompts'] / rate if rate else 0.0) + waves * request
     return dict(request_timeout=timeout, request_deadline=request, run_deadline=run)
 
 
-def run_files(output_dir, concurrency):
-    """(result file, raw output, the SGLang client's console log) of one concurrency, as RESULTS_LAYOUT names them."""
-    raw = os.path.join(output_dir, results_file('raw', concurrency=concurrency))
-    return (os.path.join(output_dir, results_file('result', concurrency=concurrency)), raw,
-            os.path.splitext(raw)[0] + '.log')
+def prompts_shape(records, max_new_tokens):
+    """run_limits's shape of a prompts file's records: its longest conversation's prompt characters and answers,
+    max_new_tokens per request, one request per turn."""
+    longest = max(sum(len(segment) for segment in record['segments']) + max_new_tokens * (len(record['segments']) - 1)
+                  for record in records)
+    return dict(input_len=longest, output_len=max_new_tokens, num_prompts=sum(len(r['segments']) for r in records))
 
 
-def workload(params):
-    """The row's workload keys; an infinite rate is null (strict JSON has no infinity)."""
-    return dict(concurrency=params['concurrency'], num_prompts=params['num_prompts'], input_len=params['input_len'],
-                output_len=params['output_len'], request_rate=finite(params['request_rate']), seed=params['seed'],
-                stage=params['stage'])
+def dataset_name(params):
+    """The run's dataset name: the `dataset` option's name, else 'random'."""
+    return (params.get('dataset') or {}).get('name') or 'random'
+
+
+def run_files(output_dir, dataset, temperature, concurrency):
+    """(result file, raw output, the SGLang client's console log) of one run, as RESULTS_LAYOUT names them."""
+    fields = dict(dataset=dataset, temperature=temperature, concurrency=concurrency)
+    raw = os.path.join(output_dir, results_file('raw', **fields))
+    return os.path.join(output_dir, results_file('result', **fields)), raw, os.path.splitext(raw)[0] + '.log'
+
+
+def workload(params, num_prompts=None, turns=None):
+    """The row's workload, dataset and sampling keys; an infinite rate is null (strict JSON has no infinity).
+    num_prompts: the records of a prompts file (else the option); turns: the turns run ('all' or 'first'; null for
+    random prompts)."""
+    dataset = params.get('dataset') or {}
+    prompts = bool(params.get('prompts_file'))
+    values = dict(concurrency=params['concurrency'],
+                  num_prompts=params['num_prompts'] if num_prompts is None else num_prompts,
+                  input_len=None if prompts else params['input_len'], output_len=None if prompts else params['output_len'],
+                  request_rate=finite(params['request_rate']), seed=params['seed'], stage=params['stage'],
+                  dataset=dataset_name(params), turns=turns if prompts else None,
+                  temperature=float(params.get('temperature') or 0.0), top_p=float(params.get('top_p', 1.0)),
+                  top_k=int(params.get('top_k', -1)), ignore_eos=bool(params.get('ignore_eos', True)),
+                  max_new_tokens=params.get('max_new_tokens') if prompts else params['output_len'])
+    for row_key, key in DATASET_ROW_KEYS:
+        values[row_key] = dataset.get(key)
+    if not prompts:
+        values['dataset_kind'] = values['dataset_kind'] or 'random'
+    return values
 
 
 def write_row(path, row):

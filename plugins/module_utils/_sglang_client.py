@@ -6,10 +6,22 @@
 its deadline, its JSON line mapped to the result row by _harness.from_sglang_client.
 
 Private to the specdec.bench collection; standard library only.
+
+A prompts file runs as the client's `custom` dataset (sglang/benchmark/datasets/custom.py, 0.5.23): a JSONL of
+{"conversations": [user, assistant]} of which the client takes the first user content as the prompt, sent as it
+is to /generate when --apply-chat-template is not given; so the input file holds each record's segments[0], the
+first turn already templated as the builtin harness sends it, and --sharegpt-output-len fixes max_new_tokens (the
+assistant content is then only a placeholder: the client drops records whose assistant content it cannot read).
+The client has no multi-turn mode for this dataset (it reads conversations[0] and [1] only), so the sglang
+harness runs first turns. Its sglang backend sends sampling_params {temperature (--temperature), max_new_tokens,
+ignore_eos (not --disable-ignore-eos)} and top_p (--top-p, when below 1); it has no top-k (--extra-request-body
+merges into the request, not its sampling_params). Per request it keeps only spec_accept_length, which it does not
+write to its output file: the row's per-request acceptance length is null and /server_info's is the cross-check.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -26,17 +38,39 @@ FIND_SPEC = 'import importlib.util, sys; raise SystemExit(importlib.util.find_sp
 CLIENT_SETUP_S = 180.0  # imports, tokenizer, cache flush
 
 
-def sglang_command(python, client, params, output_file):
-    """The SGLang client's argument list for the options; the workload flags mirror the builtin harness."""
+# The assistant content of the custom dataset's records: the client reads it, --sharegpt-output-len overrides its length.
+PLACEHOLDER_ANSWER = 'answer'
+
+
+def custom_dataset(records):
+    """The client's `custom` dataset (JSONL text) of prompts file records: each record's first turn, templated."""
+    return ''.join(json.dumps({'conversations': [{'role': 'user', 'content': record['segments'][0]},
+                                                 {'role': 'assistant', 'content': PLACEHOLDER_ANSWER}]}) + '\n'
+                   for record in records)
+
+
+def sglang_command(python, client, params, output_file, dataset_path=None, num_prompts=None):
+    """The SGLang client's argument list for the options; the workload flags mirror the builtin harness. With
+    dataset_path (custom_dataset's file) the client runs those num_prompts prompts with the run's sampling params."""
     rate = finite(params['request_rate'])
-    command = [
-        python, '-m', client, '--backend', 'sglang', '--base-url', params['base_url'],
-        '--dataset-name', 'random-ids', '--random-input-len', str(params['input_len']),
-        '--random-output-len', str(params['output_len']), '--random-range-ratio', '1.0',
-        '--num-prompts', str(params['num_prompts']), '--max-concurrency', str(params['concurrency']),
-        '--request-rate', 'inf' if rate is None else repr(rate), '--seed', str(params['seed']),
-        '--warmup-requests', str(params['warmup_requests']), '--output-file', output_file,
-    ]
+    command = [python, '-m', client, '--backend', 'sglang', '--base-url', params['base_url']]
+    if dataset_path is None:
+        command += ['--dataset-name', 'random-ids', '--random-input-len', str(params['input_len']),
+                    '--random-output-len', str(params['output_len']), '--random-range-ratio', '1.0',
+                    '--num-prompts', str(params['num_prompts'])]
+    else:
+        command += ['--dataset-name', 'custom', '--dataset-path', dataset_path,
+                    '--sharegpt-output-len', str(params['max_new_tokens']), '--num-prompts', str(num_prompts)]
+    command += ['--max-concurrency', str(params['concurrency']),
+                '--request-rate', 'inf' if rate is None else repr(rate), '--seed', str(params['seed']),
+                '--warmup-requests', str(params['warmup_requests']), '--output-file', output_file]
+    temperature = float(params.get('temperature') or 0.0)
+    if temperature:
+        command += ['--temperature', repr(temperature)]
+    if params.get('top_p', 1.0) < 1.0:
+        command += ['--top-p', repr(float(params['top_p']))]
+    if dataset_path is not None and not params.get('ignore_eos', True):
+        command.append('--disable-ignore-eos')
     if params['flush_cache']:
         command.append('--flush-cache')
     if params['tokenizer']:
@@ -89,8 +123,15 @@ class ClientStopper:
             self._timer.cancel()
 
 
-def run_sglang(module, params, limits, result_path, raw_path, log_path):
-    """Run SGLang's client once, stopped at its deadline, and map its line. Returns (row, error or None, command)."""
+def run_sglang(module, params, limits, result_path, raw_path, log_path, workload, records=None):
+    """Run SGLang's client once, stopped at its deadline, and map its line. workload: the row's workload keys
+    (_harness_run.workload); records: the prompts file's (read_prompts), None for random prompts.
+    Returns (row, error or None, command)."""
+    if records is not None and params.get('top_k', -1) != -1:
+        module.fail_json(msg='the sglang harness cannot send top_k (SGLang\'s client has no top-k option); got %d'
+                         % params['top_k'])
+    if records is not None and params['max_new_tokens'] < 4:
+        module.fail_json(msg='the sglang harness needs max_new_tokens of 4 or more (SGLang\'s client refuses less)')
     python = params['python']
     if os.sep not in python:
         python = module.get_bin_path(python, required=True)
@@ -100,7 +141,11 @@ def run_sglang(module, params, limits, result_path, raw_path, log_path):
     # the client appends to its output file: give it a fresh one, renamed into place once it is done
     handle, partial = tempfile.mkstemp(prefix='.%s.' % os.path.basename(raw_path), suffix='.partial', dir=params['output_dir'])
     os.close(handle)
-    command = sglang_command(python, client, params, partial)
+    dataset_path = None
+    if records is not None:
+        dataset_path = os.path.splitext(raw_path)[0] + '.input.jsonl'
+        atomic_write(dataset_path, custom_dataset(records), fsync=True)
+    command = sglang_command(python, client, params, partial, dataset_path, None if records is None else len(records))
     environ = dict((str(key), str(value)) for key, value in params['environment'].items())
     deadline = client_deadline(params, limits)
     stopper = ClientStopper(deadline)
@@ -118,10 +163,10 @@ def run_sglang(module, params, limits, result_path, raw_path, log_path):
     if stopper.stopped:
         error = 'DeadlineExceeded: the SGLang client ran past its deadline of %g s and was stopped' % deadline
     try:
-        row = from_sglang_client(text, raw_file=raw_path, interrupted=rc != 0, **workload(params))
+        row = from_sglang_client(text, raw_file=raw_path, interrupted=rc != 0, **workload)
     except ValueError as exc:
-        row = result_row(harness='sglang', completed=0, failed=params['num_prompts'], complete=False, raw_file=raw_path,
-                         errors=[error or str(exc)], **workload(params))
+        row = result_row(harness='sglang', completed=0, failed=workload['num_prompts'], complete=False, raw_file=raw_path,
+                         errors=[error or str(exc)], **workload)
         error = error or 'no result from the SGLang client: %s' % exc
     write_row(result_path, row)
     return row, error, command

@@ -13,12 +13,24 @@ version_added: 0.1.0
 description:
   - Runs a harness on the benchmark host against O(base_url), at one O(concurrency), and returns the normalized result
     row (the same keys for every harness, see RV(result)).
-  - Writes the row to C(<output_dir>/result-c<concurrency>.json) atomically (a temporary file renamed into place), and
-    the harness's raw output beside it.
+  - Writes the row to C(<output_dir>/result-<dataset>-t<temperature>-c<concurrency>.json) (the collection's results
+    layout, RESULTS_LAYOUT in C(module_utils/_common.py); the dataset is V(random) without O(prompts_file), the
+    temperature written as C(%g)) atomically (a temporary file renamed into place), and the harness's raw output beside
+    it, C(raw-<dataset>-t<temperature>-c<concurrency>.jsonl).
+  - With O(prompts_file) both harnesses send the templated prompts of a host prompts file (written by the
+    C(specdec.bench.workload_prepare) action), with O(temperature), O(top_p), O(top_k), O(max_new_tokens) and
+    end-of-sequence as O(ignore_eos) says; without it, seeded random prompts of exactly O(input_len) and O(output_len)
+    tokens, ignoring end-of-sequence, as before.
+  - Acceptance length RV(result.accept_length) is the run's own requests' sum of C(completion_tokens) over their sum
+    of C(spec_verify_ct) (each request's final C(meta_info)); C(/server_info)'s figure after the cache flush is kept
+    beside it as a cross-check and a disagreement over 2% is flagged (RV(result.accept_length_flag)).
   - O(harness=builtin) needs only the Python standard library. It sends O(num_prompts) seeded random prompts of
     O(input_len) token ids to the native C(/generate) endpoint, streamed, greedy, for exactly O(output_len) tokens,
     after O(warmup_requests) warm-up requests, with at most O(concurrency) in flight and, when O(request_rate) is set,
-    arrivals as a seeded Poisson process. Its raw output C(raw-c<N>.jsonl) holds one record per request, with when the
+    arrivals as a seeded Poisson process. With O(prompts_file) it sends each record's turns as a conversation, turn
+    after turn in one concurrency slot, each turn the concatenation of the record's segments and the answers the
+    server generated for the turns before it. Its raw output holds one record per request (per turn C(id),
+    C(turn), C(completion_tokens), C(spec_verify_ct), C(finish_reason)), with when the
     request was meant to start and when it did, TTFT, the inter-token gaps, each streamed chunk's arrival
     (C(chunk_s), seconds from the run's start), E2E latency and the request's C(meta_info) token and acceptance counts.
     While it runs, the raw output gets every finished request as it finishes (whole lines appended) and the result
@@ -26,9 +38,15 @@ description:
     what finished.
   - O(harness=sglang) runs SGLang's own client C(python -m sglang.benchmark.serving) (or C(sglang.bench_serving) when
     the first is missing) with O(python), the server's interpreter, and reads the JSON line it appends to its
-    C(--output-file). Its raw outputs are that file, C(raw-c<N>.jsonl), and its console output, C(raw-c<N>.log).
-    It uses the C(random-ids) dataset with C(--random-range-ratio 1), so prompts and outputs have exactly the lengths
-    asked for, as with the builtin harness.
+    C(--output-file). Its raw outputs are that file (the raw file) and its console output (C(.log) beside it).
+    Without O(prompts_file) it uses the C(random-ids) dataset with C(--random-range-ratio 1), so prompts and outputs
+    have exactly the lengths asked for, as with the builtin harness. With O(prompts_file) it uses the C(custom)
+    dataset (a C(conversations) JSONL written beside the raw file from the prompts file's first segments, already
+    templated, so no C(--apply-chat-template)) with C(--sharegpt-output-len) O(max_new_tokens), C(--temperature),
+    C(--top-p) and C(--disable-ignore-eos) unless O(ignore_eos). That client sends only the first user turn of a
+    conversation, so this harness runs first turns (RV(result.turns) is V(first)); it has no top-k option (O(top_k)
+    other than V(-1) is refused), and it keeps no per-request C(spec_verify_ct), so its RV(result.accept_length) is
+    null and C(/server_info)'s figure is in RV(result.accept_length_server_info).
   - Statistics mean the same for both harnesses (SGLang's client's definitions), see the C(_harness) module_utils.
   - A run where not every prompt completed is written with C(complete=false), and fails the task unless O(fail_on_incomplete=false).
   - Every run has limits, derived from the workload unless given (RV(limits) returns them); a request past one is
@@ -54,17 +72,46 @@ options:
     type: int
     required: true
   num_prompts:
-    description: Requests measured (warm-up requests not included).
+    description: Requests measured (warm-up requests not included). Required without O(prompts_file); with it, the number of records in the file.
     type: int
-    required: true
   input_len:
-    description: Prompt length in tokens.
+    description: Prompt length in tokens of the random prompts. Required without O(prompts_file).
     type: int
-    required: true
   output_len:
-    description: Output length in tokens (generation ignores end-of-sequence tokens).
+    description: Output length in tokens of the random prompts (generation ignores end-of-sequence tokens). Required without O(prompts_file).
     type: int
-    required: true
+  prompts_file:
+    description:
+      - A host prompts file (JSONL, one C({"id", "category", "segments", "turns"}) a line, as the
+        C(specdec.bench.workload_prepare) action writes it) to run instead of random prompts.
+      - A record with k segments is a conversation of k turns; turn i sends C(segments[0] + answer_0 + ... + segments[i]).
+    type: path
+  dataset:
+    description:
+      - The prepared dataset the prompts come from, recorded in the result (C(name), C(kind), C(source),
+        C(source_sha256), C(normalized_sha256), C(prompts_sha256), C(template_sha256), C(count), C(max_new_tokens),
+        C(turns), C(chat_template_kwargs)); its C(name) names the result files.
+      - Without it the dataset is V(random).
+    type: dict
+  temperature:
+    description: Sampling temperature of every request.
+    type: float
+    default: 0.0
+  top_p:
+    description: Top-p of every request (0 < top_p <= 1).
+    type: float
+    default: 1.0
+  top_k:
+    description: Top-k of every request; V(-1) for none.
+    type: int
+    default: -1
+  ignore_eos:
+    description: Generate past end-of-sequence tokens (O(prompts_file) runs; random prompts always ignore them).
+    type: bool
+    default: true
+  max_new_tokens:
+    description: Most tokens generated per request of a O(prompts_file) run. Required with O(prompts_file).
+    type: int
   seed:
     description: Seed of the prompts and of the request arrivals.
     type: int
@@ -87,7 +134,7 @@ options:
     type: bool
     default: true
   output_dir:
-    description: Folder for C(result-c<N>.json) and the raw output; created when missing.
+    description: Folder for the result file and the raw output; created when missing.
     type: path
     required: true
   stage:
@@ -98,20 +145,22 @@ options:
       - Seconds a request may wait for its next bytes (the connection, the first token, any later chunk) before it
         fails (builtin harness).
       - Default V(60 + input_len * concurrency / 2000), in seconds. A wave of prompts is prefilled before the last
-        of them gets a token, at 2000 prompt tokens a second at least.
+        of them gets a token, at 2000 prompt tokens a second at least. With O(prompts_file), input_len is the
+        characters of its longest conversation (more than its tokens) plus O(max_new_tokens) per answer in it.
     type: float
   request_deadline:
     description:
       - Seconds one request may take from its start to its end; past it the request is ended and recorded as
         failed, C(DeadlineExceeded) (builtin harness).
-      - Default O(request_timeout) V(+ output_len * 0.5) (2 output tokens a second at least).
+      - Default O(request_timeout) V(+ output_len * 0.5) (2 output tokens a second at least); O(max_new_tokens) with O(prompts_file).
     type: float
   run_deadline:
     description:
       - Seconds the measured run may take from its start. Past it the requests in flight are ended and those not
         yet sent are not sent, all recorded as failed, C(DeadlineExceeded), next to what finished.
       - Default V(2 * num_prompts / request_rate) (the arrivals, none for an infinite rate) plus
-        V(ceil(num_prompts / concurrency)) times O(request_deadline) (every wave of requests at its slowest).
+        V(ceil(num_prompts / concurrency)) times O(request_deadline) (every wave of requests at its slowest); with
+        O(prompts_file), num_prompts counts every turn.
       - For O(harness=sglang) SGLang's client is stopped when O(run_deadline), one O(request_deadline) for its
         warm-up and 180 s for its start-up and cache flush have passed; its own limit per request is 6 hours and it
         writes no result when stopped, so such a run is recorded with no completed request.
@@ -154,6 +203,17 @@ seealso:
 """
 
 EXAMPLES = r"""
+- name: Run GSM8K's templated prompts at temperature 0, stopping at end-of-sequence
+  specdec.bench.bench_run:
+    concurrency: 4
+    prompts_file: /var/lib/specdec/datasets/0f3c5e.jsonl
+    max_new_tokens: 2048
+    ignore_eos: false
+    temperature: 0.0
+    dataset: "{{ __bench_stage_dataset }}"
+    output_dir: /root/bench_results/ct200-main/tp1-dflash
+    stage: tp1-dflash
+
 - name: Run the builtin harness at concurrency 4
   specdec.bench.bench_run:
     harness: builtin
@@ -233,6 +293,71 @@ result:
       type: int
       returned: always
       sample: 1
+    dataset:
+      description: The dataset's name (O(dataset.name)); V(random) for random prompts.
+      type: str
+      returned: always
+      sample: gsm8k
+    dataset_kind:
+      description: V(builtin), V(file) or V(random).
+      type: str
+      returned: always
+      sample: builtin
+    dataset_source:
+      description: Where the dataset came from (its URL or file); null for random prompts.
+      type: str
+      returned: always
+      sample: https://raw.githubusercontent.com/openai/grade-school-math/master/grade_school_math/data/test.jsonl
+    dataset_source_sha256:
+      description: The sha256 of the source file.
+      type: str
+      returned: always
+      sample: 3730d312f6e3440559ace48831e51066acaca737f6eabec99bccb9e4b3c39d14
+    dataset_sha256:
+      description: The sha256 of the normalized set (id, category, turns).
+      type: str
+      returned: always
+      sample: 9b1e0c57a4d1a1b4e2b5f0d6c4c1fd2a7e9c3d8b5a6f7e1d2c3b4a5968778695
+    prompts_sha256:
+      description: The sha256 of the host prompts file (O(prompts_file)).
+      type: str
+      returned: always
+      sample: 0f3c5e7d1a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f708192a3b4c5
+    template_sha256:
+      description: The sha256 of the chat template the prompts were rendered with.
+      type: str
+      returned: always
+      sample: 5d41402abc4b2a76b9719d911017c592aaf8b2e1f7c3d9a0b6e5c4d3e2f1a0b9
+    turns:
+      description: The turns of each conversation the harness ran, V(all) or V(first); null for random prompts.
+      type: str
+      returned: always
+      sample: all
+    temperature:
+      description: O(temperature).
+      type: float
+      returned: always
+      sample: 0.0
+    top_p:
+      description: O(top_p).
+      type: float
+      returned: always
+      sample: 1.0
+    top_k:
+      description: O(top_k).
+      type: int
+      returned: always
+      sample: -1
+    ignore_eos:
+      description: Whether generation went past end-of-sequence (always true for random prompts).
+      type: bool
+      returned: always
+      sample: false
+    max_new_tokens:
+      description: Most tokens asked per request (O(output_len) for random prompts).
+      type: int
+      returned: always
+      sample: 2048
     completed:
       description: Requests that completed.
       type: int
@@ -248,6 +373,16 @@ result:
       type: bool
       returned: always
       sample: true
+    requests:
+      description: Requests sent in the measured run (one per turn of a conversation).
+      type: int
+      returned: always
+      sample: 64
+    mean_output_len:
+      description: Mean output tokens of the completed requests, as generated (a request that stopped at end-of-sequence counts what it generated).
+      type: float
+      returned: always
+      sample: 241.5
     duration_s:
       description: Seconds from the first request to the end of the last.
       type: float
@@ -294,15 +429,38 @@ result:
       returned: always
       sample: 536.0
     accept_length:
-      description: Accepted tokens per verify step; null without speculative decoding.
+      description:
+        - Accepted tokens per verify step of the run's own requests, the sum of their C(completion_tokens) over the
+          sum of their C(spec_verify_ct) (final C(meta_info)), over the completed requests that carry it; null
+          when none does (no speculative decoding, or the sglang harness, whose client keeps no per-request count).
       type: float
       returned: always
       sample: 3.53
     accept_length_source:
-      description: V(server_info) (its C(avg_spec_accept_length)) or V(requests) (the requests' C(meta_info)); null with no value.
+      description: V(requests) when RV(result.accept_length) has a value, else null.
       type: str
       returned: always
-      sample: server_info
+      sample: requests
+    accept_length_server_info:
+      description: C(/server_info)'s C(avg_spec_accept_length) after the run (since the cache flush, warm-up included), the cross-check.
+      type: float
+      returned: always
+      sample: 3.51
+    accept_length_disagreement:
+      description: Relative gap C(|accept_length - accept_length_server_info| / accept_length_server_info); null without both.
+      type: float
+      returned: always
+      sample: 0.0057
+    accept_length_flag:
+      description: True when RV(result.accept_length_disagreement) is over 0.02.
+      type: bool
+      returned: always
+      sample: false
+    accept_length_p10:
+      description: 10th percentile of the requests' own acceptance lengths (C(completion_tokens / spec_verify_ct)); C(accept_length_median) and C(accept_length_p90) likewise.
+      type: float
+      returned: always
+      sample: 2.9
     mean_client_lag_ms:
       description:
         - Builtin harness; mean delay from when a request was meant to start to when it did. C(p99_client_lag_ms)
@@ -320,7 +478,7 @@ result:
       description: The harness's raw output beside the result.
       type: str
       returned: always
-      sample: /root/bench_results/ct200-main/tp1-dflash/raw-c4.jsonl
+      sample: /root/bench_results/ct200-main/tp1-dflash/raw-random-t0-c4.jsonl
 limits:
   description: The limits the run had, in seconds, given or derived from the workload (see O(request_timeout), O(request_deadline), O(run_deadline)).
   returned: unless in check mode or the options are invalid
@@ -346,7 +504,7 @@ result_file:
   description: Where the result row was written.
   returned: unless in check mode
   type: str
-  sample: /root/bench_results/ct200-main/tp1-dflash/result-c4.json
+  sample: /root/bench_results/ct200-main/tp1-dflash/result-random-t0-c4.json
 elapsed_s:
   description: Wall seconds of the whole module on the host, warm-up and cache flush included (RV(result.duration_s) is the measured run only).
   returned: unless in check mode or the options are invalid
@@ -370,8 +528,10 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.specdec.bench.plugins.module_utils._common import ID_PATTERN, is_id
 from ansible_collections.specdec.bench.plugins.module_utils._builtin_driver import run_builtin
-from ansible_collections.specdec.bench.plugins.module_utils._harness_run import run_files, run_limits
+from ansible_collections.specdec.bench.plugins.module_utils._builtin_harness import read_prompts
+from ansible_collections.specdec.bench.plugins.module_utils._harness_run import dataset_name, prompts_shape, run_files, run_limits, workload
 from ansible_collections.specdec.bench.plugins.module_utils._sglang_client import run_sglang
 
 
@@ -381,9 +541,16 @@ def main():
             harness=dict(type='str', choices=['builtin', 'sglang'], default='builtin'),
             base_url=dict(type='str', default='http://127.0.0.1:30000'),
             concurrency=dict(type='int', required=True),
-            num_prompts=dict(type='int', required=True),
-            input_len=dict(type='int', required=True),
-            output_len=dict(type='int', required=True),
+            num_prompts=dict(type='int'),
+            input_len=dict(type='int'),
+            output_len=dict(type='int'),
+            prompts_file=dict(type='path'),
+            dataset=dict(type='dict'),
+            temperature=dict(type='float', default=0.0),
+            top_p=dict(type='float', default=1.0),
+            top_k=dict(type='int', default=-1),
+            ignore_eos=dict(type='bool', default=True),
+            max_new_tokens=dict(type='int'),
             seed=dict(type='int', default=1),
             warmup_requests=dict(type='int', default=1),
             request_rate=dict(type='float'),
@@ -402,9 +569,20 @@ def main():
         supports_check_mode=True,
     )
     params = module.params
-    for key in ('concurrency', 'num_prompts', 'input_len', 'output_len'):
+    sized = ('max_new_tokens',) if params['prompts_file'] else ('num_prompts', 'input_len', 'output_len')
+    for key in ('concurrency',) + sized:
+        if params[key] is None:
+            module.fail_json(msg='%s is required %s' % (key, 'with prompts_file' if params['prompts_file'] else 'without prompts_file'))
         if params[key] < 1:
             module.fail_json(msg='%s must be at least 1, got %d' % (key, params[key]))
+    if not 0 <= params['temperature'] < float('inf'):
+        module.fail_json(msg='temperature must be a number of 0 or more, got %s' % params['temperature'])
+    if not 0 < params['top_p'] <= 1:
+        module.fail_json(msg='top_p must be more than 0 and at most 1, got %s' % params['top_p'])
+    if params['top_k'] != -1 and params['top_k'] < 1:
+        module.fail_json(msg='top_k must be -1 or at least 1, got %d' % params['top_k'])
+    if params['dataset'] is not None and not is_id(params['dataset'].get('name')):
+        module.fail_json(msg='dataset.name must match %s, got %r' % (ID_PATTERN, params['dataset'].get('name')))
     if params['warmup_requests'] < 0:
         module.fail_json(msg='warmup_requests must be at least 0')
     for key in ('request_timeout', 'request_deadline', 'run_deadline'):
@@ -419,15 +597,27 @@ def main():
         module.exit_json(changed=False, skipped=True, msg='check mode: no request sent, no file written')
 
     started = time.monotonic()
+    records, shape = None, None
+    if params['prompts_file']:
+        try:
+            records = read_prompts(params['prompts_file'])
+        except (OSError, ValueError) as exc:
+            module.fail_json(msg='cannot read the prompts file: %s' % exc)
+        shape = prompts_shape(records, params['max_new_tokens'])
     if not os.path.isdir(params['output_dir']):
         os.makedirs(params['output_dir'])
-    result_path, raw_path, log_path = run_files(params['output_dir'], params['concurrency'])
-    limits = run_limits(params)
+    result_path, raw_path, log_path = run_files(params['output_dir'], dataset_name(params), params['temperature'],
+                                                params['concurrency'])
+    limits = run_limits(params, shape)
     extra = {'limits': limits}
+    num_prompts = None if records is None else len(records)
     if params['harness'] == 'sglang':
-        row, error, extra['cmd'] = run_sglang(module, params, limits, result_path, raw_path, log_path)
+        first = records is not None and any(len(record['segments']) > 1 for record in records)
+        row_workload = workload(params, num_prompts, 'first' if first else (params['dataset'] or {}).get('turns') or 'all')
+        row, error, extra['cmd'] = run_sglang(module, params, limits, result_path, raw_path, log_path, row_workload, records)
     else:
-        row, error = run_builtin(module, params, limits, result_path, raw_path)
+        row_workload = workload(params, num_prompts, (params['dataset'] or {}).get('turns') or 'all')
+        row, error = run_builtin(module, params, limits, result_path, raw_path, row_workload, records)
     extra['elapsed_s'] = round(time.monotonic() - started, 4)
     if error is None and not row['complete']:
         error = '%d of %d requests completed' % (row['completed'], row['num_prompts'])

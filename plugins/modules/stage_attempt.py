@@ -11,7 +11,7 @@ module: stage_attempt
 short_description: Move the files of a stage's earlier attempt to attempt-<n>/, so a rerun never overwrites them
 version_added: 0.4.0
 description:
-  - Before a stage runs again, the plain files of its results folder (C(status.json), C(result-c*.json), ...; not hidden
+  - Before a stage runs again, the plain files of its results folder (C(status.json), C(result-*.json), ...; not hidden
     files, not folders) move to the first free C(attempt-<n>/) in that folder (mode 0750), made for them.
   - A folder with no such files is left as it is and reported unchanged; so is a folder that does not exist.
   - Refuses to move into an C(attempt-<n>/) that already exists, so no earlier attempt is ever overwritten.
@@ -60,7 +60,7 @@ files:
   returned: always
   type: list
   elements: str
-  sample: [gpus.json, journal.txt, result-c1.json, status.json]
+  sample: [gpus.json, journal.txt, result-random-t0-c1.json, status.json]
 """
 
 import os

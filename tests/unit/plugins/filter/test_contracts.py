@@ -16,7 +16,13 @@ def test_whole_layout_is_a_copy():
 
 def test_one_key_and_fields():
     assert results_layout('status') == 'status.json'
-    assert results_layout('result', concurrency=8) == 'result-c8.json'
+    assert results_layout('result', dataset='random', temperature=0, concurrency=8) == 'result-random-t0-c8.json'
+    assert results_layout('raw', dataset='gsm8k', temperature=0.7, concurrency=2) == 'raw-gsm8k-t0.7-c2.jsonl'
+
+
+def test_missing_field_is_named():
+    with pytest.raises(AnsibleFilterError, match='dataset'):
+        results_layout('result', concurrency=8)
     assert results_layout(['gpus', 'unit']) == {'gpus': 'gpus.json', 'unit': 'unit.service'}
 
 

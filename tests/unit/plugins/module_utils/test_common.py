@@ -18,10 +18,17 @@ def test_ids_refused(value):
     assert not _common.is_id(value)
 
 
-def test_results_file_fills_concurrency():
-    assert _common.results_file('result', concurrency=4) == 'result-c4.json'
-    assert _common.results_file('raw', concurrency=16) == 'raw-c16.jsonl'
+def test_results_file_fills_dataset_temperature_concurrency():
+    assert _common.results_file('result', dataset='random', temperature=0, concurrency=4) == 'result-random-t0-c4.json'
+    assert _common.results_file('raw', dataset='gsm8k', temperature=0.7, concurrency=16) == 'raw-gsm8k-t0.7-c16.jsonl'
+    assert _common.results_file('result', dataset='mt-bench', temperature=1.0, concurrency=1) == 'result-mt-bench-t1-c1.json'
     assert _common.results_file('status') == 'status.json'
+
+
+@pytest.mark.parametrize('value, expected', [(0, '0'), (0.0, '0'), (0.7, '0.7'), (1, '1'), (1.0, '1'), (0.25, '0.25'),
+                                             (1.5, '1.5'), (2, '2')])
+def test_temperature_tag(value, expected):
+    assert _common.temperature_tag(value) == expected
 
 
 @pytest.mark.parametrize('value, expected', [(1, 1.0), ('2.5', 2.5), (None, None), (True, None), ('x', None),

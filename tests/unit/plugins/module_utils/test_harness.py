@@ -53,8 +53,12 @@ def test_sglang_client_lines_map_exactly(method, accept_length):
     assert (row['concurrency'], row['input_len'], row['output_len']) == (4, 64, 64)
     assert row['request_rate'] is None  # infinite: strict JSON has no Infinity
     assert (row['completed'], row['failed'], row['complete']) == (8, 0, True)
-    assert row['accept_length'] == accept_length
-    assert row['accept_length_source'] == (None if accept_length is None else 'server_info')
+    # the client keeps no per-request verify count: its /server_info figure is the cross-check, tau per requests null
+    assert row['accept_length_server_info'] == accept_length
+    assert row['accept_length'] is None and row['accept_length_source'] is None
+    assert row['accept_length_disagreement'] is None and row['accept_length_flag'] is False
+    assert (row['dataset'], row['dataset_kind'], row['requests']) == (None, None, 8)
+    assert row['mean_output_len'] == line['total_output_tokens'] / 8.0
     assert row['mean_client_lag_ms'] is None
     json.dumps(row, allow_nan=False)
 
@@ -74,6 +78,7 @@ def test_sglang_client_output_without_a_result_line():
 def test_not_a_number_becomes_null():
     row = harness.from_sglang_client('{"completed": 0, "duration": 1.0, "mean_ttft_ms": NaN, "accept_length": NaN}', num_prompts=4)
     assert row['mean_ttft_ms'] is None and row['accept_length'] is None and row['failed'] == 4
+    assert row['accept_length_server_info'] is None and row['mean_output_len'] is None
 
 
 @pytest.mark.parametrize('values, q, expected', [
@@ -150,6 +155,11 @@ def test_builtin_statistics_from_hand_made_timings():
     assert row['median_tpot_ms'] == pytest.approx(200.0)
     assert row['mean_e2e_latency_ms'] == pytest.approx(2300 / 3.0) and row['median_e2e_latency_ms'] == pytest.approx(800.0)
     assert row['accept_length'] == pytest.approx(12 / 5.0) and row['accept_length_source'] == 'requests'
+    assert row['accept_length_median'] == pytest.approx(2.5)  # per request: 5/2, 4/2, 3/1
+    assert row['accept_length_p10'] == pytest.approx(harness.percentile([2.5, 2.0, 3.0], 10))
+    assert row['accept_length_p90'] == pytest.approx(harness.percentile([2.5, 2.0, 3.0], 90))
+    assert row['accept_length_server_info'] is None and row['accept_length_flag'] is False
+    assert row['requests'] == 4 and row['mean_output_len'] == pytest.approx(4.0)
     lags = [1.0, 3.0, 2.0, 0.0]
     assert row['mean_client_lag_ms'] == pytest.approx(1.5) and row['max_client_lag_ms'] == pytest.approx(3.0)
     assert row['p99_client_lag_ms'] == pytest.approx(harness.percentile(lags, 99))
@@ -157,10 +167,19 @@ def test_builtin_statistics_from_hand_made_timings():
     json.dumps(row, allow_nan=False)
 
 
-def test_builtin_accept_length_prefers_server_info_and_is_null_for_autoregressive():
+def test_builtin_accept_length_is_the_requests_with_server_info_as_cross_check_and_null_for_autoregressive():
     server_info = {'internal_states': [{'avg_spec_accept_length': 3.25}]}
     row = harness.from_builtin(hand_records(), 2.0, 2, 5, 32, 5, server_info=server_info)
-    assert (row['accept_length'], row['accept_length_source']) == (3.25, 'server_info')
+    assert (row['accept_length'], row['accept_length_source']) == (pytest.approx(2.4), 'requests')
+    assert row['accept_length_server_info'] == 3.25
+    assert row['accept_length_disagreement'] == pytest.approx(abs(2.4 - 3.25) / 3.25) and row['accept_length_flag'] is True
+    close = harness.from_builtin(hand_records(), 2.0, 2, 5, 32, 5, server_info={'avg_spec_accept_length': 2.44})
+    assert close['accept_length_disagreement'] == pytest.approx(0.04 / 2.44) and close['accept_length_flag'] is False
+    over = harness.from_builtin(hand_records(), 2.0, 2, 5, 32, 5, server_info={'avg_spec_accept_length': 2.35})
+    assert over['accept_length_disagreement'] == pytest.approx(0.05 / 2.35) and over['accept_length_flag'] is True
+    # the old per-request spec_accept_length without spec_verify_ct is no count of verify steps: not used
+    averages_only = [dict(r, spec_verify_ct=None) for r in hand_records()]
+    assert harness.from_builtin(averages_only, 2.0, 2, 5, 32, 5)['accept_length'] is None
     autoregressive = [dict(r, spec_verify_ct=None, spec_accept_length=None) for r in hand_records()]
     row = harness.from_builtin(autoregressive, 2.0, 2, 5, 32, 5, server_info={'internal_states': [{}]})
     assert row['accept_length'] is None and row['accept_length_source'] is None
@@ -180,16 +199,35 @@ def test_prompts_and_arrivals_are_seeded():
     assert times == arrival_times(1, 2000, 50.0) and times[0] == 0.0 and times == sorted(times)
     assert times[-1] / 1999 == pytest.approx(1 / 50.0, rel=0.1)  # the mean gap of a Poisson process of rate 50
     body = generate_body([1, 2], 8)
-    assert body['stream'] is True and body['sampling_params'] == {'max_new_tokens': 8, 'temperature': 0, 'ignore_eos': True}
+    assert body['stream'] is True and body['sampling_params'] == {'max_new_tokens': 8, 'temperature': 0.0, 'top_p': 1.0,
+                                                                  'top_k': -1, 'ignore_eos': True}
     assert math.isclose(harness.finite('3.5'), 3.5) and harness.finite(float('nan')) is None and harness.finite(True) is None
 
 
 @pytest.mark.parametrize('concurrency', [1, 4, 64])
 def test_bench_run_writes_the_layouts_names(concurrency):
     """bench_run names its files with these; they are the collection's results layout (module_utils/_common.py)."""
-    assert harness.result_file_name(concurrency) == RESULTS_LAYOUT['result'].format(concurrency=concurrency)
-    assert harness.raw_file_name(concurrency) == RESULTS_LAYOUT['raw'].format(concurrency=concurrency)
-    assert harness.raw_file_name(concurrency, 'log') == 'raw-c%d.log' % concurrency
+    fields = dict(dataset='gsm8k', temperature='0.7', concurrency=concurrency)
+    assert harness.result_file_name('gsm8k', 0.7, concurrency) == RESULTS_LAYOUT['result'].format(**fields)
+    assert harness.raw_file_name('gsm8k', 0.7, concurrency) == RESULTS_LAYOUT['raw'].format(**fields)
+    assert harness.raw_file_name('random', 0, concurrency, 'log') == 'raw-random-t0-c%d.log' % concurrency
+
+
+def turn(conversation, turn_index, final, success=True, tokens=4, verify=2):
+    return dict(record(conversation, 0.1, 0.5, tokens, [0.1] * (tokens - 1), success=success, verify=verify),
+                id='q%d' % conversation, turn=turn_index, final=final)
+
+
+def test_builtin_counts_conversations_as_prompts_and_turns_as_requests():
+    records = [turn(0, 0, False), turn(0, 1, True, tokens=6, verify=2),  # both turns done
+               turn(1, 0, False), turn(1, 1, True, success=False, tokens=0, verify=None),  # second turn failed
+               turn(2, 0, False, tokens=3, verify=3)]  # its second turn never sent (the run's deadline)
+    row = harness.from_builtin(records, 1.0, 2, 3, None, None, dataset='mt-bench', dataset_kind='builtin',
+                               temperature=0.0, ignore_eos=False, max_new_tokens=8, turns='all')
+    assert (row['completed'], row['failed'], row['complete'], row['requests']) == (1, 2, False, 5)
+    assert row['total_output_tokens'] == 4 + 6 + 4 + 3 and row['mean_output_len'] == pytest.approx(17 / 4.0)
+    assert row['accept_length'] == pytest.approx(17 / 9.0)
+    assert (row['dataset'], row['dataset_kind'], row['turns'], row['ignore_eos']) == ('mt-bench', 'builtin', 'all', False)
 
 
 def test_finite_is_the_collections():

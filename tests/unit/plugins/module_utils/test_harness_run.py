@@ -11,7 +11,7 @@ import os
 import pytest
 
 from ansible_collections.specdec.bench.plugins.module_utils._common import RESULTS_LAYOUT
-from ansible_collections.specdec.bench.plugins.module_utils._harness_run import run_files, run_limits, workload, write_row
+from ansible_collections.specdec.bench.plugins.module_utils._harness_run import prompts_shape, run_files, run_limits, workload, write_row
 
 
 def test_the_limits_are_derived_from_the_workload_unless_given():
@@ -28,18 +28,49 @@ def test_the_limits_are_derived_from_the_workload_unless_given():
 
 
 def test_the_run_files_are_the_results_layouts():
-    result, raw, log = run_files('/r/c/tp1', 16)
-    assert result == '/r/c/tp1/' + RESULTS_LAYOUT['result'].format(concurrency=16) == '/r/c/tp1/result-c16.json'
-    assert raw == '/r/c/tp1/' + RESULTS_LAYOUT['raw'].format(concurrency=16) == '/r/c/tp1/raw-c16.jsonl'
-    assert log == '/r/c/tp1/raw-c16.log'
+    result, raw, log = run_files('/r/c/tp1', 'random', 0.0, 16)
+    fields = dict(dataset='random', temperature='0', concurrency=16)
+    assert result == '/r/c/tp1/' + RESULTS_LAYOUT['result'].format(**fields) == '/r/c/tp1/result-random-t0-c16.json'
+    assert raw == '/r/c/tp1/' + RESULTS_LAYOUT['raw'].format(**fields) == '/r/c/tp1/raw-random-t0-c16.jsonl'
+    assert log == '/r/c/tp1/raw-random-t0-c16.log'
+    assert run_files('/r', 'gsm8k', 0.7, 1)[0] == '/r/result-gsm8k-t0.7-c1.json'
 
 
 def test_the_workload_keys_hold_an_infinite_rate_as_null():
     params = dict(concurrency=2, num_prompts=8, input_len=16, output_len=4, request_rate=float('inf'), seed=3,
                   stage='tp1-x', harness='builtin', base_url='http://127.0.0.1:1')
     assert workload(params) == dict(concurrency=2, num_prompts=8, input_len=16, output_len=4, request_rate=None, seed=3,
-                                    stage='tp1-x')
+                                    stage='tp1-x', dataset='random', dataset_kind='random', dataset_source=None,
+                                    dataset_source_sha256=None, dataset_sha256=None, prompts_sha256=None,
+                                    template_sha256=None, turns=None, temperature=0.0, top_p=1.0, top_k=-1,
+                                    ignore_eos=True, max_new_tokens=4)
     assert workload(dict(params, request_rate=2.5))['request_rate'] == 2.5
+
+
+def test_the_workload_of_a_prompts_file_records_its_dataset_and_sampling():
+    dataset = dict(name='gsm8k', kind='builtin', source='http://127.0.0.1/test.jsonl', source_sha256='a' * 64,
+                   normalized_sha256='b' * 64, prompts_sha256='c' * 64, template_sha256='d' * 64, turns='all')
+    params = dict(concurrency=2, num_prompts=None, input_len=None, output_len=None, request_rate=None, seed=1,
+                  stage='tp1-x', prompts_file='/var/lib/specdec/datasets/c.jsonl', dataset=dataset, temperature=0.7,
+                  top_p=0.95, top_k=20, ignore_eos=False, max_new_tokens=2048)
+    values = workload(params, num_prompts=12, turns='all')
+    assert values == dict(concurrency=2, num_prompts=12, input_len=None, output_len=None, request_rate=None, seed=1,
+                          stage='tp1-x', dataset='gsm8k', dataset_kind='builtin', dataset_source=dataset['source'],
+                          dataset_source_sha256='a' * 64, dataset_sha256='b' * 64, prompts_sha256='c' * 64,
+                          template_sha256='d' * 64, turns='all', temperature=0.7, top_p=0.95, top_k=20,
+                          ignore_eos=False, max_new_tokens=2048)
+
+
+def test_the_limits_of_a_prompts_file_count_its_longest_conversation_and_every_turn():
+    records = [{'segments': ['x' * 100]}, {'segments': ['y' * 50, 'z' * 30]}]
+    shape = prompts_shape(records, 64)
+    assert shape == dict(input_len=max(100, 80 + 64), output_len=64, num_prompts=3)
+    params = dict(request_timeout=None, request_deadline=None, run_deadline=None, input_len=None, output_len=None,
+                  concurrency=2, num_prompts=None, request_rate=None)
+    limits = run_limits(params, shape)
+    assert limits['request_timeout'] == 60 + 144 * 2 / 2000.0
+    assert limits['request_deadline'] == limits['request_timeout'] + 64 * 0.5
+    assert limits['run_deadline'] == 2 * limits['request_deadline']
 
 
 def test_a_row_is_written_as_strict_json_or_not_at_all(tmp_path):

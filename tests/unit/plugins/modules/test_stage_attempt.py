@@ -14,9 +14,9 @@ from ansible_collections.specdec.bench.plugins.modules import stage_attempt
 
 
 def test_attempt_files_are_the_visible_plain_files_sorted():
-    names = ['status.json', '.status.json.tmp', 'attempt-1', 'result-c1.json', 'journal.txt']
+    names = ['status.json', '.status.json.tmp', 'attempt-1', 'result-random-t0-c1.json', 'journal.txt']
     assert stage_attempt.attempt_files(names, lambda name: not name.startswith('attempt-')) == [
-        'journal.txt', 'result-c1.json', 'status.json']
+        'journal.txt', 'result-random-t0-c1.json', 'status.json']
 
 
 @pytest.mark.parametrize(('names', 'expected'), [
@@ -34,7 +34,7 @@ def stage_dir(tmp_path):
     stage = tmp_path / 'qwen36-ct200' / 'tp1-dflash-n16'
     (stage / 'attempt-1').mkdir(parents=True)
     (stage / 'attempt-1' / 'status.json').write_text('{"status": "failed"}')
-    for name, text in {'status.json': '{"status": "failed"}', 'result-c1.json': '{}', '.hidden': 'x'}.items():
+    for name, text in {'status.json': '{"status": "failed"}', 'result-random-t0-c1.json': '{}', '.hidden': 'x'}.items():
         (stage / name).write_text(text)
     (stage / 'link.json').symlink_to(stage / 'status.json')
     return stage
@@ -43,8 +43,8 @@ def stage_dir(tmp_path):
 def test_the_files_move_to_the_next_attempt(run_module, stage):
     result = run_module(stage_attempt, dict(dir=str(stage)))
     assert result['exit_code'] == 0 and result['changed']
-    assert result['attempt'] == str(stage / 'attempt-2') and result['files'] == ['result-c1.json', 'status.json']
-    assert sorted(os.listdir(stage / 'attempt-2')) == ['result-c1.json', 'status.json']
+    assert result['attempt'] == str(stage / 'attempt-2') and result['files'] == ['result-random-t0-c1.json', 'status.json']
+    assert sorted(os.listdir(stage / 'attempt-2')) == ['result-random-t0-c1.json', 'status.json']
     assert stat.S_IMODE(os.stat(stage / 'attempt-2').st_mode) == 0o750
     assert sorted(os.listdir(stage)) == ['.hidden', 'attempt-1', 'attempt-2', 'link.json']
     assert (stage / 'attempt-1' / 'status.json').read_text() == '{"status": "failed"}'
