@@ -6,8 +6,10 @@
 
 Controller side, the entry point of the specdec.bench.report action: generate. The steps follow the data:
 - report_read: the collected folders (<results>/<host>/<campaign>/, laid out as module_utils/_common.py
-  RESULTS_LAYOUT names it), each file checked against the schema of its kind (a bad one is skipped and listed);
-- report_rows: rows, speedups over the baseline, the best settings, the comparison of two campaigns;
+  RESULTS_LAYOUT names it; result files found by the layout's pattern), each file checked against the schema of its
+  kind (a bad one is skipped and listed);
+- report_rows: rows (per host, stage, dataset, temperature and concurrency), speedups over the baseline, the datasets,
+  the best settings, the comparison of two campaigns;
 - report_render (CSV, JSON, Markdown, LaTeX) and report_plots (PNG), all in memory;
 - here: write_set, the only writer, which writes the files as a set and rewrites a file only when its content
   changed, so a second run with the same results changes nothing.
@@ -23,7 +25,7 @@ from ansible_collections.specdec.bench.plugins.module_utils._common import ID_MA
 from ansible_collections.specdec.bench.plugins.plugin_utils.report_plots import PLOT_CACHE, read_plot_cache, render_plot_cache, write_plots
 from ansible_collections.specdec.bench.plugins.plugin_utils.report_read import MEASURED, find_hosts, read_host
 from ansible_collections.specdec.bench.plugins.plugin_utils.report_render import (
-    render_comparison_markdown, render_csv, render_json, render_latex, render_markdown)
+    named_runs, render_comparison_markdown, render_csv, render_json, render_latex, render_markdown)
 from ansible_collections.specdec.bench.plugins.plugin_utils.report_rows import BASELINE_METHOD, COMPARE_KEYS, build_report, compare_rows
 
 # The files of the layout that the report reads.
@@ -137,10 +139,11 @@ def generate(results_root, campaign, output_dir, layout=None, hosts=None, compar
     measured = sum(1 for row in report['rows'] if row['status'] == MEASURED)
     lines = ['campaign %s: %d host(s), %d row(s), %d measured, %d stage(s) not measured; report in %s' % (
         campaign, len(hosts), len(report['rows']), measured, len(report['not_measured']), os.path.join(output_dir, 'report.md'))]
+    named = named_runs(report['rows'])
     for best in report['best']:
-        lines.append('%s TP%s c=%s: best %s %.1f tok/s%s' % (
-            best['host'], best['tp'], best['concurrency'], best['setting'], best['output_throughput'],
-            ', %.2fx' % best['speedup'] if best['speedup'] is not None else ''))
+        lines.append('%s %sTP%s c=%s: best %s %.1f tok/s%s' % (
+            best['host'], '%s T=%g ' % (best['dataset'], best['temperature']) if named else '', best['tp'], best['concurrency'],
+            best['setting'], best['output_throughput'], ', %.2fx' % best['speedup'] if best['speedup'] is not None else ''))
     for item in skipped:
         lines.append('skipped %s: %s' % (item['path'], item['reason']))
     return {'files': files, 'changed': changed, 'report': report, 'plots_skipped': plots_skipped, 'lines': lines,

@@ -17,21 +17,24 @@ import math
 import os
 import re
 
-from ansible_collections.specdec.bench.plugins.module_utils._common import file_sha256
+from ansible_collections.specdec.bench.plugins.module_utils._common import file_sha256, temperature_tag
 from ansible_collections.specdec.bench.plugins.plugin_utils.report_read import MEASURED
+from ansible_collections.specdec.bench.plugins.plugin_utils.report_render import named_runs
 from ansible_collections.specdec.bench.plugins.plugin_utils.report_rows import BASELINE_METHOD, METHOD_NAMES
 
 # The sweep parameter of the budget plots.
 BUDGET_PARAM = 'budget'
 
 
-def plot_series(rows, host, baseline_method=BASELINE_METHOD):
+def plot_series(rows, host, baseline_method=BASELINE_METHOD, run=None):
     """What the plots of one host show, as plain data (so it is testable without matplotlib).
 
+    run: (dataset, temperature) to plot only that run's rows (None: every row of the host).
     {'tps': [...], 'budget': {tp: {(topk, concurrency): [(budget, speedup, tau)]}}, 'reference': {tp: {(setting,
     concurrency): (speedup, tau)}}, 'throughput': {tp: {setting: [(concurrency, tok/s)]}}}
     """
-    measured = [r for r in rows if r['host'] == host and r['status'] == MEASURED and r['output_throughput'] is not None]
+    measured = [r for r in rows if r['host'] == host and r['status'] == MEASURED and r['output_throughput'] is not None
+                and (run is None or (r['dataset'], r['temperature']) == tuple(run))]
     series = {'tps': sorted(set(r['tp'] for r in measured if r['tp'] is not None)), 'budget': {}, 'reference': {}, 'throughput': {}}
     for row in measured:
         tp = row['tp']
@@ -102,7 +105,11 @@ PLOT_CACHE = '.plots.json'
 
 
 def plot_figures(report):
-    """Every figure of the report as plain data: [(file name, (host, kind), spec)]; _draw turns a spec into a PNG.
+    """Every figure of the report as plain data: [(file name, (host, dataset, temperature, kind), spec)]; _draw turns a
+    spec into a PNG.
+
+    One set of figures per host and run (dataset, temperature), so no line mixes datasets; the file names carry the run
+    (speedup_vs_budget-<host>-<dataset>-t<T>.png) unless every run of the report is random prompts at temperature 0.
 
     Against the budget (speedup, acceptance length), each concurrency is one line of one top-k (the one with the highest
     peak when several were swept, named in the panel's title); other speculative methods are dashed lines of the same
@@ -112,44 +119,60 @@ def plot_figures(report):
     baseline_label = METHOD_NAMES.get(report['baseline_method'], report['baseline_method'])
     methods = dict((row['setting'], row['method']) for row in report['rows'])
     figures = []
+    named = named_runs(report['rows'])
     for host in report['hosts']:
-        name = host['host']
-        series = plot_series(report['rows'], name, report['baseline_method'])
-        safe = re.sub('[^A-Za-z0-9._-]', '_', name)
-        budget_tps = [tp for tp in series['tps'] if tp in series['budget']]
-        for metric, index, label in (('speedup', 1, 'speedup over %s' % baseline_label), ('accept_length', 2, 'acceptance length τ')):
-            if not budget_tps:
-                break
-            panels = []
-            for tp in budget_tps:
-                per_key = series['budget'][tp]
-                topks = sorted(set(key[0] for key in per_key), key=lambda k: k or 0)
-                topk = _best_topk(per_key, index)
-                lines = []
-                for concurrency in sorted(set(key[1] for key in per_key)):
-                    points = [(p[0], p[index]) for p in per_key.get((topk, concurrency), []) if p[index] is not None]
-                    references = [(setting, values[index - 1]) for (setting, ref_c), values in sorted(series['reference'].get(tp, {}).items())
-                                  if ref_c == concurrency and values[index - 1] is not None]
-                    lines.append((concurrency, points, references))
-                title = '%s TP%s' % (name, tp)
-                if topk is not None:
-                    title += ', top-k %s%s' % (topk, ' (best of %s)' % ', '.join(str(k) for k in topks) if len(topks) > 1 else '')
-                budgets = sorted(set(point[0] for points in per_key.values() for point in points))
-                panels.append({'tp': tp, 'title': title, 'x': budgets, 'lines': lines})
-            figures.append(('%s_vs_budget-%s.png' % (metric, safe), (name, metric), {
-                'kind': 'budget', 'metric': metric, 'label': label, 'baseline': baseline_label, 'panels': panels,
-                'title': '%s vs DDTree budget (campaign %s)' % (label[0].upper() + label[1:], report['campaign'])}))
-        if series['tps']:
-            panels = []
-            for tp in series['tps']:
-                per_setting = series['throughput'].get(tp, {})
-                panels.append({'tp': tp, 'title': '%s TP%s' % (name, tp),
-                               'x': sorted(set(p[0] for points in per_setting.values() for p in points)),
-                               'lines': [(legend, per_setting[setting], setting == baseline_label)
-                                         for setting, legend in _throughput_lines(per_setting, methods)]})
-            figures.append(('throughput_vs_concurrency-%s.png' % safe, (name, 'throughput'), {
-                'kind': 'throughput', 'panels': panels,
-                'title': 'Output throughput vs concurrency per method (campaign %s)' % report['campaign']}))
+        runs = []
+        for row in report['rows']:
+            if row['host'] == host['host'] and (row['dataset'], row['temperature']) not in runs:
+                runs.append((row['dataset'], row['temperature']))
+        for run in runs:
+            figures += _run_figures(report, host['host'], run, named, methods, baseline_label)
+    return figures
+
+
+def _run_figures(report, name, run, named, methods, baseline_label):
+    """The figures of one host and run (see plot_figures)."""
+    figures = []
+    series = plot_series(report['rows'], name, report['baseline_method'], run)
+    safe = re.sub('[^A-Za-z0-9._-]', '_', name)
+    suffix = ''
+    if named:
+        safe += '-%s-t%s' % (re.sub('[^A-Za-z0-9._-]', '_', run[0]), temperature_tag(run[1]))
+        suffix = ', %s at T=%g' % (run[0], run[1])
+    budget_tps = [tp for tp in series['tps'] if tp in series['budget']]
+    for metric, index, label in (('speedup', 1, 'speedup over %s' % baseline_label), ('accept_length', 2, 'acceptance length τ')):
+        if not budget_tps:
+            break
+        panels = []
+        for tp in budget_tps:
+            per_key = series['budget'][tp]
+            topks = sorted(set(key[0] for key in per_key), key=lambda k: k or 0)
+            topk = _best_topk(per_key, index)
+            lines = []
+            for concurrency in sorted(set(key[1] for key in per_key)):
+                points = [(p[0], p[index]) for p in per_key.get((topk, concurrency), []) if p[index] is not None]
+                references = [(setting, values[index - 1]) for (setting, ref_c), values in sorted(series['reference'].get(tp, {}).items())
+                              if ref_c == concurrency and values[index - 1] is not None]
+                lines.append((concurrency, points, references))
+            title = '%s TP%s' % (name, tp)
+            if topk is not None:
+                title += ', top-k %s%s' % (topk, ' (best of %s)' % ', '.join(str(k) for k in topks) if len(topks) > 1 else '')
+            budgets = sorted(set(point[0] for points in per_key.values() for point in points))
+            panels.append({'tp': tp, 'title': title, 'x': budgets, 'lines': lines})
+        figures.append(('%s_vs_budget-%s.png' % (metric, safe), (name, run[0], run[1], metric), {
+            'kind': 'budget', 'metric': metric, 'label': label, 'baseline': baseline_label, 'panels': panels,
+            'title': '%s vs DDTree budget (campaign %s%s)' % (label[0].upper() + label[1:], report['campaign'], suffix)}))
+    if series['tps']:
+        panels = []
+        for tp in series['tps']:
+            per_setting = series['throughput'].get(tp, {})
+            panels.append({'tp': tp, 'title': '%s TP%s' % (name, tp),
+                           'x': sorted(set(p[0] for points in per_setting.values() for p in points)),
+                           'lines': [(legend, per_setting[setting], setting == baseline_label)
+                                     for setting, legend in _throughput_lines(per_setting, methods)]})
+        figures.append(('throughput_vs_concurrency-%s.png' % safe, (name, run[0], run[1], 'throughput'), {
+            'kind': 'throughput', 'panels': panels,
+            'title': 'Output throughput vs concurrency per method (campaign %s%s)' % (report['campaign'], suffix)}))
     return figures
 
 
@@ -200,7 +223,7 @@ def _draw(spec):
 
 
 def write_plots(report, output_dir, write, keep=None, cache=None):
-    """Draw the plots; {(host, 'speedup'|'accept_length'|'throughput'): file name} and the new cache.
+    """Draw the plots; {(host, dataset, temperature, 'speedup'|'accept_length'|'throughput'): file name} and the new cache.
 
     write(name, data) stores a drawn file, keep(name) registers one left as it is. A figure whose input (and the drawing
     code's PLOT_STYLE) is what cache says it was when its file, still unchanged, was drawn is not drawn again: the same

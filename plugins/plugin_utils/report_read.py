@@ -8,6 +8,11 @@ Every file is checked against the schema of its kind before the report uses it: 
 check_status, check_result, check_server_info, check_gpus) returns None or why the document is not of its kind. A
 file that is unreadable, not JSON or not of its kind is skipped as if it were absent, and listed with its path and
 reason (skipped_files in the report, report.md, results.json and the action's return).
+
+Result files are found by listing each stage folder against the layout's result pattern ({dataset}, {temperature},
+{concurrency}); a run is keyed (dataset, temperature, concurrency). A folder written before datasets existed holds
+LEGACY_RESULT files (result-c<N>.json): those read as dataset 'random' at temperature 0, so old campaigns still
+report and compare.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import string
 
 from ansible_collections.specdec.bench.plugins.module_utils._common import ID_PATTERN, ID_RE, RESULTS_LAYOUT, finite
 
@@ -24,11 +30,25 @@ RESULT_NUMBERS = (
     'duration_s', 'mean_ttft_ms', 'median_ttft_ms', 'p99_ttft_ms', 'mean_itl_ms', 'median_itl_ms', 'p99_itl_ms',
     'median_tpot_ms', 'p99_tpot_ms', 'median_e2e_latency_ms', 'p99_e2e_latency_ms', 'harness',
 )
+# What the report reads of a result with a dataset (issue 15); an older result has none of them (null in the row).
+RESULT_WORKLOAD = (
+    'dataset_kind', 'dataset_source', 'dataset_source_sha256', 'dataset_sha256', 'prompts_sha256', 'template_sha256', 'turns',
+    'top_p', 'top_k', 'ignore_eos', 'max_new_tokens', 'requests', 'mean_output_len', 'accept_length_server_info',
+    'accept_length_disagreement', 'accept_length_flag', 'accept_length_p10', 'accept_length_median', 'accept_length_p90',
+)
 # A row is measured when its stage ran and the run at that concurrency completed every prompt.
 MEASURED = 'ok'
-# Of a result file's keys that the report reads, the counts and the texts; the others are finite numbers or null.
-RESULT_COUNTS = ('completed', 'failed', 'num_prompts')
-RESULT_TEXTS = ('accept_length_source', 'harness')
+# Of a result file's keys that the report reads, the counts, the texts and the flags; the others are finite numbers
+# or null.
+RESULT_COUNTS = ('completed', 'failed', 'num_prompts', 'requests', 'max_new_tokens')
+RESULT_TEXTS = ('accept_length_source', 'harness', 'dataset', 'dataset_kind', 'dataset_source', 'dataset_source_sha256',
+                'dataset_sha256', 'prompts_sha256', 'template_sha256', 'turns')
+RESULT_FLAGS = ('ignore_eos', 'accept_length_flag')
+# The dataset and temperature of a run whose workload names none (today's random prompts, greedy).
+RANDOM = 'random'
+DEFAULT_TEMPERATURE = 0.0
+# The result file name before datasets and temperatures (0.4): such a run is (RANDOM, DEFAULT_TEMPERATURE).
+LEGACY_RESULT = 'result-c{concurrency}.json'
 
 
 def _what(value):
@@ -82,6 +102,9 @@ def _check_stage(stage, field):
         value = (stage.get('workload') or {}).get(name)
         if value is not None and not _is_count(value, 1):
             return _bad('%s.workload.%s' % (field, name), value, 'a positive integer')
+    reason = _check_workload(stage.get('workload') or {}, field + '.workload')
+    if reason:
+        return reason
     for key, allowed, valid in (('concurrency', 'a positive integer', lambda item: _is_count(item, 1)),
                                 ('gpus', 'a GPU UUID (a string)', lambda item: isinstance(item, str))):
         items = stage.get(key)
@@ -100,6 +123,43 @@ def _check_stage(stage, field):
         if reason:
             return '%s.sglang_build: %s' % (field, reason)
     return _first(_optional_str(stage, key) for key in ('method', 'reason', 'model_path', 'draft_path'))
+
+
+def _check_datasets(items, field):
+    """A list of dataset entries (the plan's validated ones, or status.json's prepared ones): objects named by an id."""
+    if not isinstance(items, list):
+        return _bad(field, items, 'a list of datasets')
+    for index, item in enumerate(items):
+        where = '%s[%d]' % (field, index)
+        if not isinstance(item, dict):
+            return _bad(where, item, 'an object (a dataset)')
+        if not isinstance(item.get('name'), str) or not ID_RE.match(item['name']):
+            return _bad(where + '.name', item.get('name'), 'a dataset name matching %s' % ID_PATTERN)
+        reason = _first(_optional_str(item, key) for key in (
+            'kind', 'source', 'source_sha256', 'pinned', 'format', 'turns', 'normalized_sha256', 'prompts_sha256',
+            'template_sha256'))
+        if reason:
+            return '%s.%s' % (where, reason)
+        for key in ('count', 'num_prompts', 'max_new_tokens', 'input_len', 'output_len'):
+            if item.get(key) is not None and not _is_count(item[key]):
+                return _bad('%s.%s' % (where, key), item[key], 'a count (an integer, 0 or more)')
+    return None
+
+
+def _check_workload(workload, field):
+    """The plan's workload keys of issue 15: datasets (validated entries) and temperature (a number or a list)."""
+    if workload.get('datasets') is not None:
+        reason = _check_datasets(workload['datasets'], field + '.datasets')
+        if reason:
+            return reason
+    temperature = workload.get('temperature')
+    if temperature is None:
+        return None
+    for index, value in enumerate(temperature if isinstance(temperature, list) else [temperature]):
+        if not _is_finite(value) or isinstance(value, bool) or value < 0:
+            where = '%s.temperature%s' % (field, '[%d]' % index if isinstance(temperature, list) else '')
+            return _bad(where, value, 'a number, 0 or more')
+    return None
 
 
 def check_plan(doc):
@@ -130,19 +190,24 @@ def check_status(doc):
         return reason
     if not isinstance(doc.get('status'), str) or not doc['status']:
         return _bad('status', doc.get('status'), 'a status name (ok, failed, infeasible)')
+    if doc.get('datasets') is not None:
+        reason = _check_datasets(doc['datasets'], 'datasets')
+        if reason:
+            return reason
     return _optional_str(doc, 'reason')
 
 
 def check_result(doc):
-    """result-c<N>.json, as the harness writes it (plugins/module_utils/_harness.py): finite numbers or null."""
+    """A result file, as the harness writes it (plugins/module_utils/_harness.py): finite numbers or null."""
     reason = _check_object(doc)
     if reason:
         return reason
-    if doc.get('complete') is not None and not isinstance(doc['complete'], bool):
-        return _bad('complete', doc['complete'], 'true or false')
-    for key in RESULT_NUMBERS + ('num_prompts',):
+    for key in ('complete',) + RESULT_FLAGS:
+        if doc.get(key) is not None and not isinstance(doc[key], bool):
+            return _bad(key, doc[key], 'true or false')
+    for key in RESULT_NUMBERS + ('num_prompts', 'dataset', 'temperature') + RESULT_WORKLOAD:
         value = doc.get(key)
-        if value is None:
+        if value is None or key in RESULT_FLAGS:
             continue
         if key in RESULT_TEXTS:
             if not isinstance(value, str):
@@ -229,9 +294,56 @@ class _Reader:
         return None
 
 
-def _result_name_regex(layout):
-    prefix, _sep, suffix = layout['result'].partition('{concurrency}')
-    return re.compile('^%s([0-9]+)%s$' % (re.escape(prefix), re.escape(suffix)))
+# What each field of a result file name matches: a dataset is an id, a temperature as temperature_tag writes it.
+_NAME_FIELDS = {'dataset': '(?P<dataset>%s)' % ID_PATTERN, 'temperature': '(?P<temperature>[0-9][0-9.e+-]*)',
+                'concurrency': '(?P<concurrency>[0-9]+)'}
+
+
+def result_name_regex(pattern):
+    """The regex of a result file name pattern ('result-{dataset}-t{temperature}-c{concurrency}.json')."""
+    parts = []
+    for literal, field, _spec, _conversion in string.Formatter().parse(pattern):
+        parts.append(re.escape(literal))
+        if field is not None:
+            parts.append(_NAME_FIELDS[field])
+    return re.compile('^%s$' % ''.join(parts))
+
+
+def run_key(match):
+    """(dataset, temperature, concurrency) of a matched result file name; None when its temperature is no number."""
+    fields = match.groupdict()
+    temperature = finite(fields.get('temperature', DEFAULT_TEMPERATURE))
+    if temperature is None or temperature < 0:
+        return None
+    return (fields.get('dataset') or RANDOM, temperature, int(fields['concurrency']))
+
+
+def find_results(names, layout):
+    """{(dataset, temperature, concurrency): file name} of the result files among names: the layout's, and the
+    legacy ones (LEGACY_RESULT) where the layout has another; the layout's file wins a key both name."""
+    found = {}
+    patterns = [layout['result']] + ([LEGACY_RESULT] if layout['result'] != LEGACY_RESULT else [])
+    for pattern in reversed(patterns):
+        regex = result_name_regex(pattern)
+        for name in sorted(names):
+            match = regex.match(name)
+            key = run_key(match) if match else None
+            if key is not None:
+                found[key] = name
+    return found
+
+
+def planned_runs(stage):
+    """The runs a stage's plan names: its datasets x temperatures x concurrencies (random at 0 without datasets)."""
+    workload = stage.get('workload') or {}
+    datasets = [item['name'] for item in workload.get('datasets') or []] or [RANDOM]
+    temperatures = workload.get('temperature')
+    if temperatures is None:
+        temperatures = [DEFAULT_TEMPERATURE]
+    elif not isinstance(temperatures, list):
+        temperatures = [temperatures]
+    return [(dataset, float(temperature), concurrency) for dataset in datasets for temperature in temperatures
+            for concurrency in stage.get('concurrency') or []]
 
 
 def _stage_from_id(stage_id, campaign):
@@ -245,10 +357,12 @@ def read_host(results_root, host, campaign, layout=None):
     """What was collected for one host and campaign: the plan and every stage's status, results and snapshots.
 
     layout: the file names of the results folder, RESULTS_LAYOUT when None.
-    Returns {'host', 'campaign', 'found', 'plan', 'stages': [{'stage': plan entry, 'status', 'results': {c: row},
-    'server_info', 'gpus', 'skipped': {'status': reason, 'results': {c: reason}}}], 'skipped_files': [{'path',
-    'reason'}]} in plan order; stage folders that the plan does not list follow, sorted. A file that is not of its
-    schema is skipped (None, as if absent) and listed in skipped_files with its path relative to results_root.
+    Returns {'host', 'campaign', 'found', 'plan', 'stages': [{'stage': plan entry, 'status', 'results': {run: row},
+    'server_info', 'gpus', 'skipped': {'status': reason, 'results': {run: reason}}}], 'skipped_files': [{'path',
+    'reason'}]} in plan order, a run being (dataset, temperature, concurrency); stage folders that the plan does not
+    list follow, sorted. A stage's runs are those its plan names (planned_runs) and those it has result files of. A
+    file that is not of its schema is skipped (None, as if absent) and listed in skipped_files with its path relative
+    to results_root.
     """
     layout = layout or RESULTS_LAYOUT
     folder = os.path.join(results_root, host, campaign)
@@ -263,7 +377,6 @@ def read_host(results_root, host, campaign, layout=None):
     names = set(planned_stage['id'] for planned_stage in planned)
     extra = sorted(name for name in os.listdir(folder)
                    if name not in names and not name.startswith('.') and os.path.isdir(os.path.join(folder, name)))
-    result_re = _result_name_regex(layout)
     for stage in planned + [_stage_from_id(name, campaign) for name in extra]:
         stage_dir = os.path.join(folder, stage['id'])
         entry = {'stage': stage, 'status': None, 'results': {}, 'server_info': None, 'gpus': None,
@@ -275,14 +388,12 @@ def read_host(results_root, host, campaign, layout=None):
         entry['status'] = reader.read(status_path, 'status')
         entry['skipped']['status'] = reader.reason(status_path)
         if entry['status'] is not None and entry['status']['status'] == MEASURED:
-            concurrencies = list(stage.get('concurrency') or [])
-            if not concurrencies:
-                concurrencies = sorted(int(m.group(1)) for m in map(result_re.match, os.listdir(stage_dir)) if m)
-            for concurrency in concurrencies:
-                result_path = os.path.join(stage_dir, layout['result'].format(concurrency=concurrency))
-                entry['results'][concurrency] = reader.read(result_path, 'result')
+            files = find_results(os.listdir(stage_dir), layout)
+            for run in sorted(files):
+                result_path = os.path.join(stage_dir, files[run])
+                entry['results'][run] = reader.read(result_path, 'result')
                 if reader.reason(result_path):
-                    entry['skipped']['results'][concurrency] = reader.reason(result_path)
+                    entry['skipped']['results'][run] = reader.reason(result_path)
             entry['server_info'] = reader.read(os.path.join(stage_dir, layout['server_info']), 'server_info')
         entry['gpus'] = reader.read(os.path.join(stage_dir, layout['gpus']), 'gpus')
     return data

@@ -5,7 +5,9 @@
 """The campaign report, step 3: its files as text: results.csv, results.json, report.md, report.tex, compare-<c>.md.
 
 Pure functions of the report that report_rows.build_report makes (and of compare_rows' rows). Text from a host is
-escaped in report.md and report.tex.
+escaped in report.md and report.tex. A report whose every run is ('random', temperature 0) (no datasets in the spec,
+or a campaign from before them) reads as it always did; any other run adds the datasets section and names the dataset
+and temperature of each table.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import json
 import re
 
 from ansible_collections.specdec.bench.plugins.plugin_utils.report_read import MEASURED
-from ansible_collections.specdec.bench.plugins.plugin_utils.report_rows import INVALID, METHOD_NAMES, ROW_KEYS
+from ansible_collections.specdec.bench.plugins.plugin_utils.report_rows import INVALID, METHOD_NAMES, ROW_KEYS, is_default_run
 
 
 def _csv_value(value):
@@ -45,10 +47,12 @@ def _fmt(value, digits=2, suffix=''):
 
 
 def _groups(rows):
-    """{(host, tp): {'settings': [(stage, setting, method)], 'concurrency': [...], 'cells': {(stage, c): row}}} in row order."""
+    """{(host, dataset, temperature, tp): {'settings': [(stage, setting, method)], 'concurrency': [...],
+    'cells': {(stage, c): row}}} in row order."""
     groups = {}
     for row in rows:
-        group = groups.setdefault((row['host'], row['tp']), {'settings': [], 'concurrency': [], 'cells': {}})
+        key = (row['host'], row['dataset'], row['temperature'], row['tp'])
+        group = groups.setdefault(key, {'settings': [], 'concurrency': [], 'cells': {}})
         setting = (row['stage'], row['setting'], row['method'])
         if setting not in group['settings']:
             group['settings'].append(setting)
@@ -58,6 +62,25 @@ def _groups(rows):
     for group in groups.values():
         group['concurrency'].sort()
     return groups
+
+
+def named_runs(rows):
+    """True when a run is other than random prompts at temperature 0: the report then names datasets and temperatures."""
+    return any(not is_default_run(row['dataset'], row['temperature']) for row in rows)
+
+
+def _per_request(rows):
+    """True when a row's τ is per request (the run's own requests), not the server's figure."""
+    return any(row.get('accept_length_source') == 'requests' for row in rows)
+
+
+def _workload_label(dataset, temperature):
+    return '%s, T=%g' % (dataset, temperature)
+
+
+def _tau(row):
+    """τ as a cell shows it; ⚠ when the server's figure differs by more than 2% (accept_length_flag)."""
+    return _fmt(row['accept_length']) + (' ⚠' if row.get('accept_length_flag') else '')
 
 
 def _best_stage(group, concurrency):
@@ -97,12 +120,23 @@ def _gpu_line(env):
 def render_markdown(report, plots=None):
     """report.md: per host the environment, then per TP a table of settings against concurrency, then what did not run."""
     plots = plots or {}
+    named = named_runs(report['rows'])
     lines = ['# Campaign `%s`: speculative decoding benchmark' % report['campaign'], '']
+    if _per_request(report['rows']) or named:
+        lines += [
+            'Each cell: output throughput (tok/s) · speedup over %s at the same host, TP, dataset, temperature and '
+            'concurrency · acceptance length τ per request: Σ completion tokens / Σ verify steps over the run\'s own '
+            'requests (SGLang\'s meta_info.spec_verify_ct); ⚠ marks a run where the server\'s /server_info figure '
+            '(after /flush_cache) differs from it by more than 2%% (the τ cross-check table gives both). **Bold**: the best '
+            'throughput at that concurrency. – : not measured; a speedup is left empty when its %s baseline was not measured.'
+            % (METHOD_NAMES.get(report['baseline_method'], report['baseline_method']), report['baseline_method']), '']
+    else:
+        lines += [
+            'Each cell: output throughput (tok/s) · speedup over %s at the same host, TP and concurrency · '
+            'acceptance length τ (tokens per verify step, as the server reports it). **Bold**: the best throughput '
+            'at that concurrency. – : not measured; a speedup is left empty when its %s baseline was not measured.'
+            % (METHOD_NAMES.get(report['baseline_method'], report['baseline_method']), report['baseline_method']), '']
     lines += [
-        'Each cell: output throughput (tok/s) · speedup over %s at the same host, TP and concurrency · '
-        'acceptance length τ (tokens per verify step, as the server reports it). **Bold**: the best throughput '
-        'at that concurrency. – : not measured; a speedup is left empty when its %s baseline was not measured.'
-        % (METHOD_NAMES.get(report['baseline_method'], report['baseline_method']), report['baseline_method']), '',
         'Settings: AR is autoregressive decoding (the baseline, τ = 1 by definition); DFlash n=… drafts a block of n tokens '
         'and verifies it linearly; DDTree B=… k=… verifies a tree of at most B draft tokens built from the top-k candidates '
         'at each DFlash position. Stage ids (`tp4-ddtree-b64-k4`) name the stage folders of the collected results.', '']
@@ -114,13 +148,24 @@ def render_markdown(report, plots=None):
         lines += ['| %s | %s |' % (_md_code(item['path']), md_escape(item['reason'])) for item in skipped]
         lines.append('')
     groups = _groups(report['rows'])
-    if report['best']:
+    if named or report.get('datasets'):
+        lines += _markdown_datasets(report.get('datasets') or [])
+    if report['best'] and named:
+        lines += ['## Best setting per host, dataset, temperature, TP and concurrency', '',
+                  '| host | dataset | T | TP | concurrency | best setting | tok/s | speedup | τ |',
+                  '| --- | --- | ---: | ---: | ---: | --- | ---: | ---: | ---: |']
+        for best in report['best']:
+            lines.append('| %s | %s | %g | %s | %s | %s | %s | %s | %s |' % (
+                md_escape(best['host']), md_escape(best['dataset']), best['temperature'], best['tp'], best['concurrency'],
+                md_escape(best['setting']), _fmt(best['output_throughput'], 1), _fmt(best['speedup'], 2, '×'), _tau(best)))
+        lines.append('')
+    elif report['best']:
         lines += ['## Best setting per host, TP and concurrency', '',
                   '| host | TP | concurrency | best setting | tok/s | speedup | τ |', '| --- | ---: | ---: | --- | ---: | ---: | ---: |']
         for best in report['best']:
             lines.append('| %s | %s | %s | %s | %s | %s | %s |' % (
                 md_escape(best['host']), best['tp'], best['concurrency'], md_escape(best['setting']),
-                _fmt(best['output_throughput'], 1), _fmt(best['speedup'], 2, '×'), _fmt(best['accept_length'])))
+                _fmt(best['output_throughput'], 1), _fmt(best['speedup'], 2, '×'), _tau(best)))
         lines.append('')
     for host in report['hosts']:
         env = host['environment']
@@ -128,26 +173,30 @@ def render_markdown(report, plots=None):
         if not host['found']:
             lines += ['Nothing was collected for this campaign from this host.', '']
             continue
-        workload = env['workload'] or {}
         lines += [
             '- GPUs: %s' % _gpu_line(env),
             '- NVIDIA driver %s, CUDA %s, SGLang %s' % tuple(md_escape(env[key] or '–') for key in ('driver', 'cuda', 'sglang_version')),
             '- SGLang build profile: %s' % md_escape(env.get('sglang_build') or '– (not recorded)'),
             '- Model %s%s' % (_md_code(env['model'] or '–'), ', draft %s' % _md_code(env['draft']) if env['draft'] else ''),
-            '- Workload: %s input tokens, %s output tokens, %s prompts per concurrency' % tuple(
-                md_escape(workload.get(key, '–')) for key in ('input_len', 'output_len', 'num_prompts')),
+            _workload_line(env['workload'] or {}),
             '']
         host_groups = [(key, group) for key, group in groups.items() if key[0] == host['host']]
         measured = [key for key, group in host_groups if any(r['status'] == MEASURED for r in group['cells'].values())]
         if not measured:
             lines += ['No stage of this campaign was measured on this host (see below for why).', '']
-        for (_host, tp), group in host_groups:
-            if (_host, tp) not in measured:
-                continue
-            lines += _markdown_group(tp, group, report['baseline_method'])
-        for name in ('speedup', 'accept_length', 'throughput'):
-            if (host['host'], name) in plots:
-                lines += ['![%s](%s)' % (name.replace('_', ' '), plots[(host['host'], name)]), '']
+        runs = []
+        for key, _group in host_groups:
+            if key[1:3] not in runs:
+                runs.append(key[1:3])
+        for dataset, temperature in runs:
+            for key, group in host_groups:
+                if key in measured and key[1:3] == (dataset, temperature):
+                    title = '%s: TP%s' % (_workload_label(dataset, temperature), key[3]) if named else 'TP%s' % key[3]
+                    lines += _markdown_group(title, group, report['baseline_method'])
+            for name in ('speedup', 'accept_length', 'throughput'):
+                plot = plots.get((host['host'], dataset, temperature, name))
+                if plot:
+                    lines += ['![%s](%s)' % (name.replace('_', ' '), plot), '']
         missing = [item for item in report['not_measured'] if item['host'] == host['host']]
         if missing:
             lines += ['### Not measured', '', '| stage | setting | TP | status | reason |', '| --- | --- | ---: | --- | --- |']
@@ -161,9 +210,58 @@ def render_markdown(report, plots=None):
                    and row['status'] in ('missing', 'incomplete', INVALID)]
         if partial:
             lines += ['Runs without a complete result: ' + '; '.join(
-                '%s c=%s %s (%s)' % (_md_code(row['stage']), row['concurrency'], md_escape(row['status']), md_escape(row['reason']))
+                '%s %sc=%s %s (%s)' % (_md_code(row['stage']), '%s ' % md_escape(_workload_label(row['dataset'], row['temperature']))
+                                      if named else '', row['concurrency'], md_escape(row['status']), md_escape(row['reason']))
                 for row in partial), '']
     return '\n'.join(lines).rstrip('\n') + '\n'
+
+
+def _workload_line(workload):
+    """The host's workload: today's random prompts, or the datasets, temperatures and sampling of the spec."""
+    random_line = '%s input tokens, %s output tokens, %s prompts per concurrency' % tuple(
+        md_escape(workload.get(key, '–')) for key in ('input_len', 'output_len', 'num_prompts'))
+    if not workload.get('datasets') and workload.get('temperature') is None:
+        return '- Workload: ' + random_line
+    names = [item.get('name') for item in workload.get('datasets') or []] or ['random']
+    temperatures = workload.get('temperature')
+    temperatures = temperatures if isinstance(temperatures, list) else [0 if temperatures is None else temperatures]
+    parts = ['datasets %s' % ', '.join(md_escape(name) for name in names),
+             'temperature %s' % ', '.join('%g' % value for value in temperatures)]
+    for key, label in (('top_p', 'top-p'), ('top_k', 'top-k')):
+        if workload.get(key) is not None:
+            parts.append('%s %s' % (label, md_escape(workload[key])))
+    if workload.get('stop_at_eos') is not None:
+        parts.append('stop at EOS' if workload['stop_at_eos'] else 'EOS ignored')
+    if workload.get('chat_template_kwargs'):
+        parts.append('chat template kwargs %s' % md_escape(', '.join(
+            '%s=%s' % (key, value) for key, value in sorted(workload['chat_template_kwargs'].items()))))
+    if 'random' in names:
+        parts.append('random: ' + random_line)
+    return '- Workload: ' + '; '.join(parts)
+
+
+def _markdown_datasets(datasets):
+    """The datasets section: what each host ran, where it came from and the sha256 that identifies it."""
+    lines = ['## Datasets', '',
+             'sha256: of the normalized prompt set (id, category, turns; before the chat template), as workload_prepare '
+             'made it; the templated prompts each host was sent are `prompts_sha256` in results.csv. pinned: how the '
+             'source was checked (table: by the sha256 in the collection; first-use / recorded: by the sha256 recorded '
+             'when first downloaded; none: a local file).', '']
+    if not datasets:
+        return lines + ['No dataset was recorded by the stages (random prompts, or results from before datasets).', '']
+    lines += ['| host | dataset | kind | source | sha256 | prompts | turns | max new tokens | pinned |',
+              '| --- | --- | --- | --- | --- | ---: | --- | ---: | --- |']
+    for item in datasets:
+        if item['kind'] == 'random':
+            source = 'random prompts, %s input / %s output tokens' % (item['input_len'] or '–', item['output_len'] or '–')
+        else:
+            source = item['source'] or '–'
+        count = item['num_prompts'] if item['num_prompts'] is not None else item['count']
+        lines.append('| %s | %s | %s | %s | %s | %s | %s | %s | %s |' % (
+            md_escape(item['host']), md_escape(item['name']), md_escape(item['kind'] or '–'), _md_code(source),
+            _md_code(item['sha256'] or '–'), '–' if count is None else count, md_escape(item['turns'] or '–'),
+            '–' if item['max_new_tokens'] is None else item['max_new_tokens'], md_escape(item['pinned'] or '–')))
+    return lines + ['']
 
 
 def _baseline_note(group, baseline_method):
@@ -180,10 +278,10 @@ def _baseline_note(group, baseline_method):
         baseline_method, ', '.join(str(c) for c in missing), why), '']
 
 
-def _markdown_group(tp, group, baseline_method):
+def _markdown_group(title, group, baseline_method):
     concurrency = group['concurrency']
     gpus = next((row['gpus'] for row in group['cells'].values() if row['gpus']), None)
-    lines = ['### TP%s%s' % (tp, ' (%d GPU(s))' % len(gpus.split(',')) if gpus else ''), '']
+    lines = ['### %s%s' % (title, ' (%d GPU(s))' % len(gpus.split(',')) if gpus else ''), '']
     lines.append('| setting | ' + ' | '.join('c=%s' % c for c in concurrency) + ' |')
     lines.append('| --- | ' + ' | '.join('---:' for _c in concurrency) + ' |')
     best = {c: _best_stage(group, c) for c in concurrency}
@@ -194,7 +292,7 @@ def _markdown_group(tp, group, baseline_method):
             if row is None or row['status'] != MEASURED:
                 cells.append('– (%s)' % (md_escape(row['status']) if row else 'not planned'))
                 continue
-            text = '%s · %s · τ %s' % (_fmt(row['output_throughput'], 1), _fmt(row['speedup'], 2, '×'), _fmt(row['accept_length']))
+            text = '%s · %s · τ %s' % (_fmt(row['output_throughput'], 1), _fmt(row['speedup'], 2, '×'), _tau(row))
             cells.append('**%s**' % text if best[c] is row else text)
         lines.append('| %s | %s |' % (md_escape(setting), ' | '.join(cells)))
     lines.append('')
@@ -213,7 +311,35 @@ def _markdown_group(tp, group, baseline_method):
                 cells.append('%s / %s / %s' % (_fmt(row['median_ttft_ms'], 1), _fmt(row['median_itl_ms'], 2), _fmt(row['p99_itl_ms'], 2)))
         lines.append('| %s | %s |' % (md_escape(setting), ' | '.join(cells)))
     lines.append('')
-    return lines
+    return lines + _markdown_tau_check(group)
+
+
+_TAU_CHECK_KEYS = ('accept_length_p10', 'accept_length_median', 'accept_length_p90', 'accept_length_server_info')
+
+
+def _markdown_tau_check(group):
+    """τ per request (p10 / median / p90 over the requests) and the /server_info cross-check, where a run has them."""
+    rows = [row for row in group['cells'].values() if row['status'] == MEASURED]
+    if not any(row.get(key) is not None for row in rows for key in _TAU_CHECK_KEYS):
+        return []
+    lines = ['τ cross-check: per request p10 / median / p90 · the run\'s τ against /server_info (relative difference; '
+             '⚠ beyond 2%):', '',
+             '| setting | ' + ' | '.join('c=%s' % c for c in group['concurrency']) + ' |',
+             '| --- | ' + ' | '.join('---:' for _c in group['concurrency']) + ' |']
+    for stage, setting, _method in group['settings']:
+        cells = []
+        for c in group['concurrency']:
+            row = group['cells'].get((stage, c))
+            if row is None or row['status'] != MEASURED or all(row.get(key) is None for key in _TAU_CHECK_KEYS):
+                cells.append('–')
+                continue
+            disagreement = row.get('accept_length_disagreement')
+            cells.append('%s / %s / %s · %s vs %s (%s)%s' % (
+                _fmt(row.get('accept_length_p10')), _fmt(row.get('accept_length_median')), _fmt(row.get('accept_length_p90')),
+                _fmt(row['accept_length']), _fmt(row.get('accept_length_server_info')),
+                '–' if disagreement is None else '%.1f%%' % (disagreement * 100.0), ' ⚠' if row.get('accept_length_flag') else ''))
+        lines.append('| %s | %s |' % (md_escape(setting), ' | '.join(cells)))
+    return lines + ['']
 
 
 # < > | print as other glyphs in TeX's default font encoding; a line break in a cell or caption would end a paragraph.
@@ -238,7 +364,8 @@ def render_latex(report):
     out = ['%% specdec.bench report of campaign %s; needs \\usepackage{booktabs}' % tex_escape(report['campaign'])]
     groups = _groups(report['rows'])
     baseline = METHOD_NAMES.get(report['baseline_method'], report['baseline_method'])
-    for (host, tp), group in groups.items():
+    named, per_request = named_runs(report['rows']), _per_request(report['rows'])
+    for (host, dataset, temperature, tp), group in groups.items():
         if not any(row['status'] == MEASURED for row in group['cells'].values()):
             continue
         concurrency = group['concurrency']
@@ -262,15 +389,26 @@ def render_latex(report):
                 values = [_tex_fmt(row['output_throughput'], 0), _tex_fmt(row['speedup'], 2), _tex_fmt(row['accept_length'], 2)]
                 if best[c] is row:
                     values = [r'\textbf{%s}' % value if value != '--' else value for value in values]
+                if row.get('accept_length_flag'):
+                    values[2] += r'$^\dagger$'
                 cells += values
             out.append('%s & %s \\\\' % (tex_escape(setting), ' & '.join(cells)))
-        out += [r'\bottomrule', r'\end{tabular}',
-                r'\caption{%s, TP%s: output throughput, speedup over %s at the same TP and concurrency, '
-                r'acceptance length $\tau$; best throughput per concurrency in bold.}' % (
-                    tex_escape(host), tp, tex_escape(baseline)),
-                r'\label{tab:%s-%s-tp%s}' % (
-                    re.sub('[^A-Za-z0-9-]', '-', report['campaign']), re.sub('[^A-Za-z0-9-]', '-', host), tp),
-                r'\end{table}']
+        flagged = any(row.get('accept_length_flag') for row in group['cells'].values() if row['status'] == MEASURED)
+        if named:
+            caption = (r'%s, dataset %s at temperature %g, TP%s: output throughput, speedup over %s at the same TP, dataset, '
+                       r'temperature and concurrency, ' % (tex_escape(host), tex_escape(dataset), temperature, tp, tex_escape(baseline)))
+            label = '%s-%s-%s-t%g-tp%s' % (report['campaign'], host, dataset, temperature, tp)
+        else:
+            caption = r'%s, TP%s: output throughput, speedup over %s at the same TP and concurrency, ' % (
+                tex_escape(host), tp, tex_escape(baseline))
+            label = '%s-%s-tp%s' % (report['campaign'], host, tp)
+        caption += (r'acceptance length $\tau$ per request ($\sum$ completion tokens / $\sum$ verify steps of the run)'
+                    if per_request else r'acceptance length $\tau$')
+        caption += '; best throughput per concurrency in bold'
+        if flagged:
+            caption += r'; $^\dagger$: the server\'s $\tau$ differs by more than 2\%'
+        out += [r'\bottomrule', r'\end{tabular}', r'\caption{%s.}' % caption,
+                r'\label{tab:%s}' % re.sub('[^A-Za-z0-9-]', '-', label), r'\end{table}']
     return '\n'.join(out) + '\n'
 
 
@@ -281,20 +419,23 @@ def _signed(value, digits, suffix=''):
 def render_comparison_markdown(after, before, rows, skipped=None):
     """compare-<before>.md; skipped: the files of either campaign that were skipped ([{'path', 'reason'}])."""
     lines = ['# Campaign `%s` against `%s`' % (after, before), '',
-             'Before → after per host, stage and concurrency; Δ is after minus before (throughput and latency in %). '
-             'Speedups are each against their own campaign\'s baseline.', '']
+             'Before → after per host, stage%s and concurrency; Δ is after minus before (throughput and latency in %%). '
+             'Speedups are each against their own campaign\'s baseline.' % (', dataset, temperature' if named_runs(rows) else ''), '']
     builds = sorted(set('%s: %s → %s' % (row['host'], row['sglang_build_before'] or '–', row['sglang_build_after'] or '–')
                         for row in rows if row['status_before'] != 'absent' and row['status_after'] != 'absent'
                         and row['sglang_build_before'] != row['sglang_build_after']))
     if builds:
         lines += ['**The two campaigns ran different SGLang builds** (%s): a difference below may come from the build, '
                   'not only from what the campaigns set out to compare.' % md_escape('; '.join(builds)), '']
-    lines += ['| host | TP | setting | c | tok/s before → after | Δ tok/s | speedup before → after | Δ speedup | '
-              'τ before → after | Δ τ | median TTFT ms before → after | Δ TTFT |',
-              '| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |']
+    named = named_runs(rows)
+    run_head, run_rule = ('dataset | T | ', '--- | ---: | ') if named else ('', '')
+    lines += ['| host | TP | setting | %sc | tok/s before → after | Δ tok/s | speedup before → after | Δ speedup | '
+              'τ before → after | Δ τ | median TTFT ms before → after | Δ TTFT |' % run_head,
+              '| --- | ---: | --- | %s---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |' % run_rule]
     for row in rows:
-        lines.append('| %s | %s | %s | %s | %s → %s | %s | %s → %s | %s | %s → %s | %s | %s → %s | %s |' % (
-            md_escape(row['host']), row['tp'], md_escape(row['setting']), row['concurrency'],
+        run = '%s | %g | ' % (md_escape(row['dataset']), row['temperature']) if named else ''
+        lines.append('| %s | %s | %s | %s%s | %s → %s | %s | %s → %s | %s | %s → %s | %s | %s → %s | %s |' % (
+            md_escape(row['host']), row['tp'], md_escape(row['setting']), run, row['concurrency'],
             _fmt(row['output_throughput_before'], 1), _fmt(row['output_throughput_after'], 1),
             _signed(row['output_throughput_delta_pct'], 1, '%'),
             _fmt(row['speedup_before']), _fmt(row['speedup_after']), _signed(row['speedup_delta'], 2),
@@ -303,9 +444,10 @@ def render_comparison_markdown(after, before, rows, skipped=None):
             _signed(row['median_ttft_ms_delta_pct'], 1, '%')))
     changed = [row for row in rows if row['status_before'] != row['status_after']]
     if changed:
-        lines += ['', 'Status changed: ' + '; '.join('%s %s c=%s: %s → %s' % (
-            _md_code(row['host']), _md_code(row['stage']), row['concurrency'], md_escape(row['status_before']),
-            md_escape(row['status_after'])) for row in changed)]
+        lines += ['', 'Status changed: ' + '; '.join('%s %s %sc=%s: %s → %s' % (
+            _md_code(row['host']), _md_code(row['stage']),
+            '%s ' % md_escape(_workload_label(row['dataset'], row['temperature'])) if named else '', row['concurrency'],
+            md_escape(row['status_before']), md_escape(row['status_after'])) for row in changed)]
     if skipped:
         lines += ['', 'Files skipped (unreadable, not JSON, or not what the stage writes): ' + '; '.join(
             '%s (%s)' % (_md_code(item['path']), md_escape(item['reason'])) for item in skipped)]

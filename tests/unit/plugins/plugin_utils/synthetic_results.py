@@ -1,21 +1,36 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Collected campaign results made here, in the layout bench_stage writes, for the report's tests and benchmark.
 
-Each run at one concurrency gets per-request records shaped as the builtin harness writes them (raw-c<N>.jsonl),
-and its result-c<N>.json is made from those records by the harness's own code (_harness.from_builtin), so the
-tests can recompute every number from the raw records independently. The modelled timings follow the shape the
-DDTree paper reports: acceptance length keeps rising with the budget while the cost of a verify step grows, so the
-speedup peaks at an intermediate budget.
+Each run (dataset, temperature, concurrency) gets per-request records shaped as the builtin harness writes them (the
+layout's raw file), and its result file is made from those records by the harness's own code (_harness.from_builtin),
+so the tests can recompute every number from the raw records independently. The modelled timings follow the shape
+the DDTree paper reports: acceptance length keeps rising with the budget while the cost of a verify step grows, so the
+speedup peaks at an intermediate budget. Acceptance also depends on the dataset (math and code accept more than chat,
+DATASET_TAU) and falls with the temperature; a real set's requests stop at EOS (fewer tokens than max_new_tokens).
+legacy=True writes a campaign as it was collected before datasets: result-c<N>.json files without the new keys.
 """
+import hashlib
 import json
 import math
 import random
 from pathlib import Path
 
 from ansible_collections.specdec.bench.plugins.module_utils._common import RESULTS_LAYOUT as LAYOUT
+from ansible_collections.specdec.bench.plugins.module_utils._common import temperature_tag
 from ansible_collections.specdec.bench.plugins.module_utils._harness import from_builtin
 
 SHORT = {'budget': 'b', 'topk': 'k', 'num_draft_tokens': 'n'}
+# How a dataset's prompts scale the acceptance length (math and code accept more than open chat).
+DATASET_TAU = {'random': 1.0, 'gsm8k': 1.25, 'math500': 1.3, 'humaneval': 1.2, 'mbpp': 1.15, 'mt-bench': 0.85, 'spec-bench': 0.9}
+# The keys of a result before datasets (schema 1 as 0.4 wrote it): a legacy result keeps only these.
+LEGACY_KEYS = (
+    'schema_version', 'harness', 'stage', 'concurrency', 'num_prompts', 'input_len', 'output_len', 'request_rate', 'seed',
+    'completed', 'failed', 'complete', 'duration_s', 'total_input_tokens', 'total_output_tokens', 'output_throughput',
+    'request_throughput', 'mean_ttft_ms', 'median_ttft_ms', 'p99_ttft_ms', 'mean_itl_ms', 'median_itl_ms', 'p99_itl_ms',
+    'mean_tpot_ms', 'median_tpot_ms', 'p99_tpot_ms', 'mean_e2e_latency_ms', 'median_e2e_latency_ms', 'p99_e2e_latency_ms',
+    'accept_length', 'accept_length_source', 'mean_client_lag_ms', 'p99_client_lag_ms', 'max_client_lag_ms', 'errors',
+    'raw_file')
+LEGACY_LAYOUT = dict(LAYOUT, result='result-c{concurrency}.json', raw='raw-c{concurrency}.jsonl')
 GPU_NAME = 'NVIDIA RTX PRO 6000 Blackwell Server Edition'
 
 
@@ -33,9 +48,23 @@ def tau_and_cost(method, params):
     return None, 1.0
 
 
-def request_records(rng, method, params, tp, concurrency, num_prompts, input_len, output_len, warmup=1):
-    """Per-request records of one run, as _builtin_harness.LoadRun writes them (times relative to the run's start)."""
-    tau, cost = tau_and_cost(method, params)
+def run_tau(method, params, dataset='random', temperature=0.0):
+    """The acceptance length of a run: the method's, scaled by the dataset and lowered by the temperature."""
+    tau, _cost = tau_and_cost(method, params)
+    if tau is None:
+        return None
+    return 1.0 + (tau - 1.0) * DATASET_TAU.get(dataset, 1.0) * (1.0 - 0.2 * min(temperature, 2.0))
+
+
+def request_records(rng, method, params, tp, concurrency, num_prompts, input_len, output_len, warmup=1, dataset=None,
+                    temperature=0.0):
+    """Per-request records of one run, as _builtin_harness.LoadRun writes them (times relative to the run's start).
+
+    dataset: None for today's random prompts (every request output_len tokens, ignore_eos); a name for a real set:
+    each request stops at an EOS between half of output_len (max_new_tokens) and all of it, and carries its id.
+    """
+    tau = run_tau(method, params, dataset or 'random', temperature)
+    _tau, cost = tau_and_cost(method, params)
     step = 0.02 * cost * (1.0 + 0.12 * (concurrency - 1)) / tp ** 0.7
     records = []
     for index in range(warmup):
@@ -50,16 +79,36 @@ def request_records(rng, method, params, tp, concurrency, num_prompts, input_len
         start = intended + rng.uniform(0.0, 0.0005)
         ttft = 0.004 * input_len / 64.0 * (1.0 + 0.1 * (concurrency - 1)) * rng.uniform(0.9, 1.1)
         per_token = step / (tau or 1.0)
-        itl = [round(per_token * rng.uniform(0.8, 1.2), 7) for _token in range(output_len - 1)]
+        tokens = output_len if dataset is None else rng.randint(max(2, output_len // 2), output_len)
+        itl = [round(per_token * rng.uniform(0.8, 1.2), 7) for _token in range(tokens - 1)]
         latency = ttft + sum(itl) + rng.uniform(0.0, 0.0002)
         end = start + latency
         slots[slot] = end
-        verify = max(1, int(round(output_len / tau))) if tau else None
-        records.append({'index': index, 'warmup': False, 'success': True, 'error': None, 'scheduled_s': 0.0,
-                        'intended_start_s': intended, 'start_s': start, 'end_s': end, 'ttft_s': ttft,
-                        'latency_s': latency, 'itl_s': itl, 'output_tokens': output_len, 'prompt_tokens': input_len,
-                        'spec_verify_ct': verify, 'spec_accept_length': output_len / verify if verify else None})
+        jitter = 1.0 if dataset is None else rng.uniform(0.9, 1.1)  # random prompts: the figures of earlier reports
+        verify = max(1, int(round(tokens / (tau * jitter)))) if tau else None
+        record = {'index': index, 'warmup': False, 'success': True, 'error': None, 'scheduled_s': 0.0,
+                  'intended_start_s': intended, 'start_s': start, 'end_s': end, 'ttft_s': ttft,
+                  'latency_s': latency, 'itl_s': itl, 'output_tokens': tokens, 'prompt_tokens': input_len,
+                  'spec_verify_ct': verify, 'spec_accept_length': tokens / verify if verify else None}
+        if dataset is not None:
+            record.update(id=str(index + 1), turn=0, final=True, completion_tokens=tokens,
+                          finish_reason='stop' if tokens < output_len else 'length')
+        records.append(record)
     return records
+
+
+def prepared(name, num_prompts, max_new_tokens, kind='builtin'):
+    """A dataset as workload_prepare returns it (the controller paths left out, as status.json lists it)."""
+    if name == 'random':
+        return {'name': 'random', 'kind': 'random', 'num_prompts': num_prompts, 'input_len': 64, 'output_len': max_new_tokens}
+    def digest(what):
+        return hashlib.sha256(('%s-%s' % (what, name)).encode('utf-8')).hexdigest()
+    return {'name': name, 'kind': kind, 'source': 'https://example.invalid/%s/test.jsonl' % name,
+            'source_sha256': digest('source'), 'pinned': 'table', 'format': 'turns', 'count': num_prompts,
+            'categories': {'general': num_prompts}, 'turns': 'all', 'max_new_tokens': max_new_tokens,
+            'num_prompts': num_prompts, 'normalized_sha256': digest('normalized'), 'template_sha256': digest('template'),
+            'chat_template_kwargs': {}, 'prompts_sha256': digest('prompts'), 'notes': []}
+
 
 
 def gpus_doc(count=8, name=GPU_NAME, mib=97887, driver='580.95.05', cuda='13.0'):
@@ -72,12 +121,22 @@ def write_json(path, data):
 
 
 def make_campaign(root, host, campaign, matrix, concurrency=(1, 4), num_prompts=8, input_len=64, output_len=32, seed=0,
-                  faults=None, gpus=None, write_raw=True, sglang_build=None):
+                  faults=None, gpus=None, write_raw=True, sglang_build=None, datasets=None, temperatures=None, legacy=False,
+                  server_bias=None):
     """Write <root>/<host>/<campaign>/ for matrix [(tp, method, params)]; returns the stage dicts (the plan).
 
     faults: {stage id: ('failed', reason) | ('infeasible', reason) | ('never',) | ('incomplete', concurrency)}.
+    datasets: None for a workload without datasets (random prompts, temperature 0, as before issue 15), else names
+    (each run with max_new_tokens output_len and num_prompts prompts); temperatures: the sweep (default [0]).
+    server_bias: {stage id: factor} of the /server_info τ against the requests' (a disagreement to flag).
+    legacy: the files a campaign collected before datasets holds (result-c<N>.json without the new keys).
     """
     faults = faults or {}
+    server_bias = server_bias or {}
+    layout = LEGACY_LAYOUT if legacy else LAYOUT
+    entries = [prepared(name, num_prompts, output_len) for name in datasets] if datasets else None
+    temperatures = list(temperatures) if temperatures else [0.0]
+    runs = [(entry['name'] if entries else 'random', float(t)) for entry in (entries or [None]) for t in temperatures]
     gpus = gpus or gpus_doc()
     rng = random.Random(seed)
     folder = Path(root) / host / campaign
@@ -92,7 +151,7 @@ def make_campaign(root, host, campaign, matrix, concurrency=(1, 4), num_prompts=
                  'gpu_indices': list(range(1, 1 + tp)), 'gpus': uuids, 'port': 31000 + len(stages),
                  'unit': 'specdec-%s-%s.service' % (campaign, sid), 'model_path': '/models/Qwen3.6-27B',
                  'draft_path': None if method == 'autoregressive' else '/models/Qwen3.6-27B-DFlash',
-                 'workload': {'input_len': input_len, 'output_len': output_len, 'num_prompts': num_prompts},
+                 'workload': workload(input_len, output_len, num_prompts, entries, temperatures, legacy),
                  'concurrency': list(concurrency), 'feasible': fault[0] != 'infeasible',
                  'reason': fault[1] if fault[0] == 'infeasible' else None}
         if sglang_build is not None:
@@ -107,20 +166,31 @@ def make_campaign(root, host, campaign, matrix, concurrency=(1, 4), num_prompts=
                                                       'finished': None, 'headline': []})
             continue
         headline = []
-        for c in concurrency:
-            records = request_records(rng, method, params, tp, c, num_prompts, input_len, output_len)
+        for (dataset, temperature), c in [(run, c) for run in runs for c in concurrency]:
+            real = dataset if entries and dataset != 'random' else None
+            records = request_records(rng, method, params, tp, c, num_prompts, input_len, output_len, dataset=real,
+                                      temperature=temperature)
             interrupted = False
             if fault == ('incomplete', c):
                 records[-1].update(success=False, error='ReadTimeout: the server stopped answering')
                 interrupted = True
-            raw_name = LAYOUT['raw'].format(concurrency=c)
+            names = {'dataset': dataset, 'temperature': temperature_tag(temperature), 'concurrency': c}
+            raw_name = layout['raw'].format(**names)
             if write_raw:
                 (stage_dir / raw_name).write_text(''.join(json.dumps(record) + '\n' for record in records))
             measured = [r for r in records if not r['warmup']]
+            tau = run_tau(method, params, dataset, temperature)
+            done = [r for r in measured if r['success'] and r['spec_verify_ct']]
+            # the server counts the same steps (its figure also holds the warm-up: server_bias models the gap)
+            served = sum(r['output_tokens'] for r in done) / sum(r['spec_verify_ct'] for r in done) if done else None
+            info = {'internal_states': [{'avg_spec_accept_length': served * server_bias.get(sid, 1.0)}]} if served else None
             row = from_builtin(records, max(r['end_s'] for r in measured), c, num_prompts, input_len, output_len,
                                seed=1, raw_file='/root/bench_results/%s/%s/%s' % (campaign, sid, raw_name), stage=sid,
-                               interrupted=interrupted)
-            write_json(stage_dir / LAYOUT['result'].format(concurrency=c), row)
+                               interrupted=interrupted, server_info=info, **run_workload(entries, dataset, temperature, output_len))
+            if legacy:
+                row = {key: row[key] for key in LEGACY_KEYS}
+                row['accept_length_source'] = 'server_info' if tau else None
+            write_json(stage_dir / layout['result'].format(**names), row)
             headline.append({'concurrency': c, 'output_throughput': row['output_throughput'], 'accept_length': row['accept_length']})
         tau, _cost = tau_and_cost(method, params)
         info = {'version': '0.5.23', 'model_path': stage['model_path'], 'tp_size': tp,
@@ -129,10 +199,38 @@ def make_campaign(root, host, campaign, matrix, concurrency=(1, 4), num_prompts=
             info['internal_states'][0]['avg_spec_accept_length'] = tau
         write_json(stage_dir / LAYOUT['server_info'], info)
         write_json(stage_dir / LAYOUT['gpus'], gpus)
-        write_json(stage_dir / LAYOUT['status'], {'stage': sid, 'status': 'ok', 'reason': None, 'started': '2026-12-02T10:00:00Z',
-                                                  'finished': '2026-12-02T10:01:00Z', 'headline': headline})
+        status = {'stage': sid, 'status': 'ok', 'reason': None, 'started': '2026-12-02T10:00:00Z',
+                  'finished': '2026-12-02T10:01:00Z', 'headline': headline}
+        if entries:
+            status['datasets'] = entries
+        write_json(stage_dir / LAYOUT['status'], status)
     write_json(folder / LAYOUT['campaign'], {'campaign': campaign, 'host': host, 'stages': stages})
     return stages
+
+
+def workload(input_len, output_len, num_prompts, entries, temperatures, legacy):
+    """A stage's workload as the plan writes it: today's keys, and the normalized datasets and sampling (issue 15)."""
+    values = {'input_len': input_len, 'output_len': output_len, 'num_prompts': num_prompts}
+    if legacy:
+        return values
+    values.update(temperature=[float(t) for t in temperatures], top_p=1.0, top_k=-1, stop_at_eos=True, chat_template_kwargs={})
+    if entries:
+        values['datasets'] = [{'name': e['name'], 'kind': e['kind'], 'num_prompts': e['num_prompts'],
+                               'max_new_tokens': e.get('max_new_tokens'), 'turns': e.get('turns'), 'categories': None}
+                              for e in entries]
+    return values
+
+
+def run_workload(entries, dataset, temperature, output_len):
+    """The dataset and sampling keys bench_stage gives bench_run for one run (recorded in its result)."""
+    entry = next((e for e in entries or [] if e['name'] == dataset), None)
+    values = {'dataset': dataset, 'temperature': float(temperature), 'top_p': 1.0, 'top_k': -1,
+              'ignore_eos': entry is None or entry['kind'] == 'random', 'dataset_kind': 'random'}
+    if entry is not None and entry['kind'] != 'random':
+        values.update(dataset_kind=entry['kind'], dataset_source=entry['source'], dataset_source_sha256=entry['source_sha256'],
+                      dataset_sha256=entry['normalized_sha256'], prompts_sha256=entry['prompts_sha256'],
+                      template_sha256=entry['template_sha256'], turns=entry['turns'], max_new_tokens=output_len)
+    return values
 
 
 def ct200_matrix(tps=(1, 4), budgets=(16, 32, 64, 128, 256), topks=(4,)):

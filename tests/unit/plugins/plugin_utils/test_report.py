@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy
 import pytest
 
+from ansible_collections.specdec.bench.plugins.module_utils._common import results_file
 from ansible_collections.specdec.bench.plugins.plugin_utils import report_plots
 from ansible_collections.specdec.bench.plugins.plugin_utils.report import ReportError, generate
 
@@ -78,7 +79,8 @@ def test_every_measured_number_is_recomputed_from_the_raw_records(campaign):
     for (host, stage, concurrency), row in rows.items():
         if row['status'] != 'ok':
             continue
-        expected = recompute(campaign['root'] / host / 'qwen' / stage / ('raw-c%d.jsonl' % concurrency))
+        expected = recompute(campaign['root'] / host / 'qwen' / stage / results_file('raw', dataset='random', temperature=0.0,
+                                                                                      concurrency=concurrency))
         for key, value in expected.items():
             if value is None:
                 assert row[key] == '', (stage, key)
@@ -305,9 +307,10 @@ def test_missing_results_dir_is_an_error(tmp_path):
 def test_broken_json_names_the_file(tmp_path):
     root = tmp_path / 'results'
     synth.make_campaign(root, 'h', 'c', [(1, 'autoregressive', {})], concurrency=(1,))
-    (root / 'h' / 'c' / 'tp1-autoregressive' / 'result-c1.json').write_text('{"complete": tru')
+    name = results_file('result', dataset='random', temperature=0.0, concurrency=1)
+    (root / 'h' / 'c' / 'tp1-autoregressive' / name).write_text('{"complete": tru')
     made = generate(str(root), 'c', str(tmp_path / 'out'), synth.LAYOUT, plots=False)
-    assert [item['path'] for item in made['skipped_files']] == ['h/c/tp1-autoregressive/result-c1.json']
+    assert [item['path'] for item in made['skipped_files']] == ['h/c/tp1-autoregressive/' + name]
     assert made['skipped_files'][0]['reason'].startswith('not valid JSON')
     assert made['report']['rows'][0]['status'] == 'invalid'
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from ansible_collections.specdec.bench.plugins.module_utils._common import results_file
 from ansible_collections.specdec.bench.plugins.plugin_utils import report as report_utils
 from ansible_collections.specdec.bench.plugins.plugin_utils.report import generate
 
@@ -16,6 +17,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import synthetic_results as synth  # noqa: E402  pylint: disable=wrong-import-position
 
 OUTPUTS = ['report.md', 'report.tex', 'results.csv', 'results.json']
+# The result file of the run at c=4 of a campaign without datasets (random prompts, temperature 0), as the layout names it.
+RESULT_C4 = results_file('result', dataset='random', temperature=0.0, concurrency=4)
 
 
 def campaign(tmp_path, host='ct200'):
@@ -46,9 +49,9 @@ def set_stage(index, key, value):
     ('campaign.json', set_stage(0, 'id', '../../etc'), "stages[0].id is '../../etc'; allowed: a stage id"),
     ('tp1-dflash-n16/gpus.json', lambda doc: dict(doc, nvidia_gpus=[dict(doc['nvidia_gpus'][0], memory_total_mib=math.nan)]),
      'nvidia_gpus[0].memory_total_mib is nan; allowed: a number of MiB'),
-    ('tp1-dflash-n16/result-c4.json', lambda doc: dict(doc, output_throughput='fast'),
+    ('tp1-dflash-n16/' + RESULT_C4, lambda doc: dict(doc, output_throughput='fast'),
      "output_throughput is 'fast'; allowed: a finite number"),
-    ('tp1-dflash-n16/result-c4.json', lambda doc: dict(doc, completed=math.inf), 'completed is inf; allowed: a count'),
+    ('tp1-dflash-n16/' + RESULT_C4, lambda doc: dict(doc, completed=math.inf), 'completed is inf; allowed: a count'),
     ('tp1-dflash-n16/server_info.json', lambda doc: dict(doc, version=['0.5']), 'version is a list; allowed: a string or null'),
     ('tp1-dflash-n16/status.json', lambda doc: dict(doc, status=None), 'status is None; allowed: a status name'),
 ])
@@ -76,13 +79,13 @@ def test_what_the_stages_write_is_not_skipped(tmp_path):
 def test_a_skipped_status_or_result_makes_its_rows_invalid_with_the_reason(tmp_path):
     root, folder = campaign(tmp_path)
     (folder / 'tp1-autoregressive' / 'status.json').write_text('[]')
-    (folder / 'tp1-dflash-n16' / 'result-c4.json').write_text('{"complete": tru')
+    (folder / 'tp1-dflash-n16' / RESULT_C4).write_text('{"complete": tru')
     made = generate(str(root), 'c', str(tmp_path / 'out'), synth.LAYOUT, plots=False)
     rows = {(row['stage'], row['concurrency']): row for row in made['report']['rows']}
     assert rows[('tp1-autoregressive', 1)]['status'] == 'invalid'
     assert rows[('tp1-autoregressive', 1)]['reason'].startswith('status.json skipped: the document is a list')
     assert rows[('tp1-dflash-n16', 4)]['status'] == 'invalid'
-    assert rows[('tp1-dflash-n16', 4)]['reason'].startswith('result-c4.json skipped: not valid JSON')
+    assert rows[('tp1-dflash-n16', 4)]['reason'].startswith(RESULT_C4 + ' skipped: not valid JSON')
     assert rows[('tp1-dflash-n16', 1)]['status'] == 'ok'
     assert [item['stage'] for item in made['report']['not_measured']] == ['tp1-autoregressive']
 
@@ -112,7 +115,7 @@ def test_outputs_are_written_as_a_set_a_failure_leaves_the_previous_set(tmp_path
     out = tmp_path / 'out'
     generate(str(root), 'c', str(out), synth.LAYOUT, plots=False)
     before = {name: (out / name).read_bytes() for name in OUTPUTS}
-    edit_json(folder / 'tp1-dflash-n16' / 'result-c4.json', lambda doc: dict(doc, output_throughput=doc['output_throughput'] * 2))
+    edit_json(folder / 'tp1-dflash-n16' / RESULT_C4, lambda doc: dict(doc, output_throughput=doc['output_throughput'] * 2))
 
     def broken(_report):
         raise RuntimeError('rendering failed')

@@ -4,6 +4,7 @@ import json
 import sys
 from pathlib import Path
 
+from ansible_collections.specdec.bench.plugins.module_utils._common import results_file
 from ansible_collections.specdec.bench.plugins.plugin_utils import report_plots
 from ansible_collections.specdec.bench.plugins.plugin_utils.report import generate
 
@@ -25,7 +26,7 @@ def test_figures_are_drawn_again_only_when_their_input_or_file_changed(tmp_path,
     again = generate(str(root), 'c', str(out), synth.LAYOUT)
     assert drawn == [] and again['changed'] == [] and sorted(n for n in again['files'] if n.endswith('.png')) == pngs
     (out / 'throughput_vs_concurrency-ct200.png').unlink()
-    result = root / 'a100box' / 'c' / 'tp2-ddtree-b64-k4' / 'result-c4.json'
+    result = root / 'a100box' / 'c' / 'tp2-ddtree-b64-k4' / results_file('result', dataset='random', temperature=0.0, concurrency=4)
     row = json.loads(result.read_text())
     row['output_throughput'] *= 2
     result.write_text(json.dumps(row))

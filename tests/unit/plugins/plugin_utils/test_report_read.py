@@ -46,5 +46,5 @@ def test_read_host_reads_the_common_results_layout_by_default(tmp_path):
     synth.make_campaign(root, 'ct200', 'c', [(1, 'autoregressive', {})], concurrency=(1, 4))
     default = report_read.read_host(str(root), 'ct200', 'c')
     assert default == report_read.read_host(str(root), 'ct200', 'c', synth.LAYOUT)
-    assert sorted(default['stages'][0]['results']) == [1, 4] and default['skipped_files'] == []
+    assert sorted(default['stages'][0]['results']) == [('random', 0.0, 1), ('random', 0.0, 4)] and default['skipped_files'] == []
     assert default['stages'][0]['status']['status'] == 'ok'

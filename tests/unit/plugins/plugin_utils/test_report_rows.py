@@ -8,7 +8,9 @@ STAGE = {'id': 'tp1-ddtree-b64-k4', 'method': 'ddtree', 'tp': 1, 'params': {'bud
 
 
 def entry(stage, results, status='ok'):
-    return {'stage': stage, 'status': {'status': status, 'reason': None}, 'results': results, 'server_info': None,
+    """A read_host stage entry; results keyed by concurrency here, by run (dataset, temperature, c) there."""
+    runs = {(key if isinstance(key, tuple) else ('random', 0.0, key)): result for key, result in results.items()}
+    return {'stage': stage, 'status': {'status': status, 'reason': None}, 'results': runs, 'server_info': None,
             'gpus': None, 'skipped': {'status': None, 'results': {}}}
 
 
