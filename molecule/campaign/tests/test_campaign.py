@@ -3,6 +3,8 @@ the faulty servers (side_effect).
 
 Every test reads the containers through `podman exec` (much faster than molecule's Ansible backend) and runs once.
 """
+import hashlib
+import itertools
 import json
 import os
 import sys
@@ -17,6 +19,13 @@ RESULTS = "/root/bench_results"
 HOLDER = "ddtree-qwen.service"
 CONCURRENCY = [1, 4]
 NUM_PROMPTS = 8
+# molecule.yml's prompt sets per host: name -> (records, user turns sent); one temperature (the default, 0)
+CT200_DATASETS = {"demo-gsm8k": (2, 2), "demo-mt-bench": (2, 4), "random": (NUM_PROMPTS, NUM_PROMPTS)}
+A100_DATASETS = {"demo-math500": (2, 2), "random": (NUM_PROMPTS, NUM_PROMPTS)}
+CT200_RUNS = [(dataset, 0, c) for dataset, c in itertools.product(CT200_DATASETS, CONCURRENCY)]
+A100_RUNS = [(dataset, 0, c) for dataset, c in itertools.product(A100_DATASETS, CONCURRENCY)]
+PROMPTS_DIR = "/var/lib/specdec/datasets"
+HARNESS_TASK = "Run the harness for each prompt set, temperature and concurrency"
 CT200_STAGES = [f"tp{tp}-{method}" for tp in (1, 4, 8)
                 for method in ("autoregressive", "dflash-n16", "ddtree-b32-k4", "ddtree-b64-k4")]
 A100_RUN = [f"tp{tp}-{method}" for tp in (2, 4) for method in ("autoregressive", "dflash-n16")]
@@ -35,6 +44,15 @@ def a100_host():
     return testinfra.get_host("podman://campaign-a100box")
 
 
+def result_file(dataset, temperature, concurrency):
+    """The results layout's result file (module_utils/_common.py: result-{dataset}-t{temperature}-c{concurrency}.json)."""
+    return f"result-{dataset}-t{temperature:g}-c{concurrency}.json"
+
+
+def headline_runs(st):
+    return [(row["dataset"], row["temperature"], row["concurrency"]) for row in st["headline"]]
+
+
 def read_json(host, path):
     return json.loads(host.file(path).content_string)
 
@@ -49,19 +67,38 @@ def gpu_zero_pids(host):
     return [int(line.split(",")[1]) for line in out.splitlines() if line.split(",")[0].strip() == uuid0]
 
 
-def test_every_ct200_stage_ran_ok_at_each_concurrency(ct200):
+def test_every_ct200_stage_ran_ok_for_each_prompt_set_and_concurrency(ct200):
     plan = read_json(ct200, f"{RESULTS}/matrix/campaign.json")
     assert sorted(stage["id"] for stage in plan["stages"]) == sorted(CT200_STAGES)
     for stage in CT200_STAGES:
         st = status(ct200, "matrix", stage)
         assert st["status"] == "ok", (stage, st)
-        assert [row["concurrency"] for row in st["headline"]] == CONCURRENCY
+        assert headline_runs(st) == CT200_RUNS
+        assert [entry["name"] for entry in st["datasets"]] == list(CT200_DATASETS)
         assert st["timings"]["ready_s"] >= 0 and st["timings"]["harness_s"] > 0
-        for concurrency in CONCURRENCY:
-            result = read_json(ct200, f"{RESULTS}/matrix/{stage}/result-c{concurrency}.json")
-            assert (result["complete"], result["completed"], result["failed"]) == (True, NUM_PROMPTS, 0), stage
+        for dataset, temperature, concurrency in CT200_RUNS:
+            result = read_json(ct200, f"{RESULTS}/matrix/{stage}/{result_file(dataset, temperature, concurrency)}")
+            assert (result["complete"], result["failed"], result["dataset"]) == (True, 0, dataset), (stage, dataset)
+            assert (result["num_prompts"], result["requests"]) == CT200_DATASETS[dataset], (stage, dataset)
         for name in KEPT:
             assert ct200.file(f"{RESULTS}/matrix/{stage}/{name}").size > 0, (stage, name)
+
+
+def test_each_host_got_its_prompt_sets_templated_with_its_models_template(ct200, a100):
+    """The campaign copied each set's prompts file once, named by its sha256; the A100 box's with thinking off."""
+    for host, stage, names, thinking_off in ((ct200, "tp1-dflash-n16", ["demo-gsm8k", "demo-mt-bench"], False),
+                                             (a100, "tp2-dflash-n16", ["demo-math500"], True)):
+        datasets = status(host, "matrix", stage)["datasets"]
+        real = [entry for entry in datasets if entry["kind"] != "random"]
+        assert [entry["name"] for entry in real] == names
+        assert sorted(host.check_output(f"ls {PROMPTS_DIR}").split()) == sorted(e["prompts_sha256"] + ".jsonl" for e in real)
+        for entry in real:
+            prompts = host.file(f"{PROMPTS_DIR}/{entry['prompts_sha256']}.jsonl")
+            assert prompts.mode == 0o644 and hashlib.sha256(prompts.content).hexdigest() == entry["prompts_sha256"]
+            assert entry["chat_template_kwargs"] == ({"enable_thinking": False} if thinking_off else {})
+            first = json.loads(prompts.content.decode().splitlines()[0])
+            assert first["segments"][0].endswith("<think>\n\n</think>\n\n" if thinking_off else "<|im_start|>assistant\n")
+            assert "prompts_path" not in entry
 
 
 def test_ct200_stages_ran_on_their_gpus(ct200):
@@ -79,7 +116,7 @@ def test_speculative_stages_accept_more_than_one_token_and_ddtree_more_with_a_la
         return [row["accept_length"] for row in status(ct200, "matrix", stage)["headline"]]
 
     for tp in (1, 4, 8):
-        assert tau(f"tp{tp}-autoregressive") == [None, None]
+        assert tau(f"tp{tp}-autoregressive") == [None] * len(CT200_RUNS)
         assert all(value > 1 for value in tau(f"tp{tp}-dflash-n16"))
         assert min(tau(f"tp{tp}-ddtree-b64-k4")) > max(tau(f"tp{tp}-ddtree-b32-k4"))
 
@@ -111,7 +148,7 @@ def test_a100_tp1_is_infeasible_and_tp2_tp4_ran(a100):
     for stage in A100_RUN:
         st = status(a100, "matrix", stage)
         assert st["status"] == "ok", (stage, st)
-        assert [row["concurrency"] for row in st["headline"]] == CONCURRENCY
+        assert headline_runs(st) == A100_RUNS
 
 
 def test_both_hosts_left_as_they_were(ct200, a100):
@@ -128,7 +165,7 @@ def test_both_hosts_left_as_they_were(ct200, a100):
 FAULTS = {
     "tp8-fail-start": "Wait until the server answers /health_generate",
     "tp8-renamed-flag": "Wait until the server answers /health_generate",
-    "tp8-crash": "Run the harness at each concurrency",
+    "tp8-crash": HARNESS_TASK,
     "tp8-never-ready": "Wait until the server answers /health_generate",
 }
 
@@ -155,7 +192,7 @@ def test_a_server_that_never_becomes_ready_times_out(ct200):
 
 
 def test_a_crash_mid_run_keeps_what_finished_marked_incomplete(ct200):
-    result = read_json(ct200, f"{RESULTS}/faults/tp8-crash/result-c1.json")
+    result = read_json(ct200, f"{RESULTS}/faults/tp8-crash/{result_file('random', 0, 1)}")
     assert result["complete"] is False
     assert 0 < result["completed"] < NUM_PROMPTS and result["failed"] >= 1
 
@@ -187,7 +224,7 @@ def test_the_preflight_refuses_that_stage_before_anything_changes(ct200):
 
 
 @pytest.mark.parametrize("stage, task", [("tp2-fail-start", "Wait until the server answers /health_generate"),
-                                         ("tp2-crash", "Run the harness at each concurrency")])
+                                         ("tp2-crash", HARNESS_TASK)])
 def test_without_systemd_a_faulty_server_ends_failed_with_its_log(a100, stage, task):
     st = status(a100, "faults", stage)
     assert st["status"] == "failed" and st["evidence"]["task"] == task, st
@@ -199,7 +236,7 @@ def test_without_systemd_a_faulty_server_ends_failed_with_its_log(a100, stage, t
 
 
 def test_without_systemd_a_crash_mid_run_keeps_what_finished(a100):
-    result = read_json(a100, f"{RESULTS}/faults/tp2-crash/result-c1.json")
+    result = read_json(a100, f"{RESULTS}/faults/tp2-crash/{result_file('random', 0, 1)}")
     assert result["complete"] is False and 0 < result["completed"] < NUM_PROMPTS
     assert status(a100, "faults", "tp2-autoregressive")["status"] == "ok"
     assert simhost.supervised_running(a100, "specdec-faults-*") == []

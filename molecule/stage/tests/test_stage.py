@@ -1,8 +1,11 @@
 """The stages of molecule/stage on the simulated CT200: what bench_stage leaves in the results and on the host.
 
-converge.yml runs two stages that must end ok; side_effect.yml one whose server fails at start, which must end failed
-with its evidence while the play goes on.
+converge.yml runs two stages that must end ok, each with two demo prompt sets and random prompts at two temperatures
+and two concurrencies; side_effect.yml one whose server fails at start, which must end failed with its evidence while
+the play goes on.
 """
+import hashlib
+import itertools
 import json
 
 import pytest
@@ -13,6 +16,11 @@ GOOD = {"stage-test": ["tp1-autoregressive", "tp1-dflash-n16"]}
 FAILED = ("stage-fault", "tp1-autoregressive")
 CONCURRENCY = [1, 4]
 NUM_PROMPTS = 8
+# converge.yml's prompt sets: name -> (records, user turns sent, max new tokens); random's are its workload's
+DATASETS = {"demo-gsm8k": (4, 4, 32), "demo-mt-bench": (2, 4, 24), "random": (NUM_PROMPTS, NUM_PROMPTS, 32)}
+TEMPERATURES = [0, 1]
+RUNS = list(itertools.product(DATASETS, TEMPERATURES, CONCURRENCY))
+PROMPTS_DIR = "/var/lib/specdec/datasets"
 HOLDER = "ddtree-qwen.service"
 # results_dir_layout, as the results_dir role names the files
 KEPT = ["server_info.json", "gpus.json", "unit.service", "journal.txt"]
@@ -26,6 +34,11 @@ def podman_host(host):
 
 def stage_dir(campaign, stage):
     return f"{RESULTS}/{campaign}/{stage}"
+
+
+def result_file(dataset, temperature, concurrency):
+    """The results layout's result file (module_utils/_common.py: result-{dataset}-t{temperature}-c{concurrency}.json)."""
+    return f"result-{dataset}-t{temperature:g}-c{concurrency}.json"
 
 
 def read_json(host, path):
@@ -44,22 +57,56 @@ def test_good_stage_is_ok_with_its_headline(host, campaign, stage):
     status = read_json(host, f"{stage_dir(campaign, stage)}/status.json")
     assert status["stage"] == stage and status["status"] == "ok" and status["reason"] is None
     assert status["started"] <= status["finished"]
-    assert [row["concurrency"] for row in status["headline"]] == CONCURRENCY
+    assert [(row["dataset"], row["temperature"], row["concurrency"]) for row in status["headline"]] == RUNS
     assert all(row["output_throughput"] > 0 for row in status["headline"])
 
 
 @pytest.mark.parametrize(("campaign", "stage"), GOOD_STAGES)
-@pytest.mark.parametrize("concurrency", CONCURRENCY)
-def test_every_concurrency_completed(host, campaign, stage, concurrency):
-    result = read_json(host, f"{stage_dir(campaign, stage)}/result-c{concurrency}.json")
-    assert result["complete"] is True
-    assert result["completed"] == NUM_PROMPTS and result["failed"] == 0
+def test_the_status_lists_the_prompt_sets_without_controller_paths(host, campaign, stage):
+    datasets = read_json(host, f"{stage_dir(campaign, stage)}/status.json")["datasets"]
+    assert [entry["name"] for entry in datasets] == list(DATASETS)
+    assert [entry["kind"] for entry in datasets] == ["file", "file", "random"]
+    for entry in datasets:
+        assert "prompts_path" not in entry and "notes" not in entry
+        if entry["kind"] == "file":
+            records, _turns, max_new_tokens = DATASETS[entry["name"]]
+            assert (entry["count"], entry["max_new_tokens"]) == (records, max_new_tokens)
+            assert len(entry["normalized_sha256"]) == len(entry["template_sha256"]) == 64
+
+
+def test_the_prompts_files_are_on_the_host_named_by_their_sha256(host):
+    datasets = read_json(host, f"{stage_dir('stage-test', 'tp1-dflash-n16')}/status.json")["datasets"]
+    for entry in datasets[:2]:
+        prompts = host.file(f"{PROMPTS_DIR}/{entry['prompts_sha256']}.jsonl")
+        assert prompts.mode == 0o644
+        data = prompts.content
+        assert hashlib.sha256(data).hexdigest() == entry["prompts_sha256"]
+        records = [json.loads(line) for line in data.decode().splitlines()]
+        assert len(records) == entry["count"]
+        assert all(len(r["segments"]) == len(r["turns"]) and r["segments"][0].startswith("<|im_start|>user\n")
+                   for r in records)
+
+
+@pytest.mark.parametrize(("campaign", "stage"), GOOD_STAGES)
+@pytest.mark.parametrize(("dataset", "temperature", "concurrency"), RUNS)
+def test_every_run_completed(host, campaign, stage, dataset, temperature, concurrency):
+    result = read_json(host, f"{stage_dir(campaign, stage)}/{result_file(dataset, temperature, concurrency)}")
+    records, turns, max_new_tokens = DATASETS[dataset]
+    assert result["complete"] is True and result["failed"] == 0
     assert result["concurrency"] == concurrency and result["stage"] == stage
+    assert result["dataset"] == dataset and result["temperature"] == temperature
+    assert result["num_prompts"] == records and result["requests"] == turns
+    # random prompts run to output_len; a prompt set stops at EOS (the workload's stop_at_eos), bounded by its limit
+    assert result["ignore_eos"] is (dataset == "random")
+    assert result["max_new_tokens"] in (max_new_tokens, None) and 0 < result["mean_output_len"] <= max_new_tokens
 
 
 def test_dflash_accepts_more_than_one_token_per_step(host):
     status = read_json(host, f"{stage_dir('stage-test', 'tp1-dflash-n16')}/status.json")
     assert all(row["accept_length"] > 1 for row in status["headline"])
+    # per-request acceptance follows the content and the temperature (the emulator, as published drafters do)
+    tau = {(row["dataset"], row["temperature"], row["concurrency"]): row["accept_length"] for row in status["headline"]}
+    assert all(tau[("demo-gsm8k", 0, c)] > tau[("demo-gsm8k", 1, c)] for c in CONCURRENCY)
     autoregressive = read_json(host, f"{stage_dir('stage-test', 'tp1-autoregressive')}/status.json")
     assert all(row["accept_length"] is None for row in autoregressive["headline"])
 
@@ -95,4 +142,4 @@ def test_failed_stage_has_its_reason_and_evidence(host):
     assert any("CUDA out of memory" in line for line in status["evidence"]["journal"])
     assert "CUDA out of memory" in host.file(f"{folder}/journal.txt").content_string
     assert host.file(f"{folder}/unit.service").exists
-    assert not host.file(f"{folder}/result-c1.json").exists
+    assert not host.file(f"{folder}/{result_file('random', 0, 1)}").exists
