@@ -85,7 +85,9 @@ def test_no_archive_is_left_anywhere(host):
 
 def raw_throughput(host, stage, concurrency):
     """Output tokens of the completed requests over the run's duration, from the host's raw per-request records."""
-    records = [json.loads(line) for line in host.file(f"{HOST_ROOT}/{stage}/raw-c{concurrency}.jsonl").content_string.splitlines()]
+    # a campaign without workload.datasets runs random prompts at temperature 0: RESULTS_LAYOUT's raw-{dataset}-t{T}-c{c}
+    raw = f"{HOST_ROOT}/{stage}/raw-random-t0-c{concurrency}.jsonl"
+    records = [json.loads(line) for line in host.file(raw).content_string.splitlines()]
     measured = [r for r in records if not r["warmup"]]
     done = [r for r in measured if r["success"]]
     assert len(done) == 8
@@ -102,6 +104,7 @@ def test_report_rows_are_recomputed_from_the_raw_records(host):
     assert sorted(rows) == sorted((stage, c) for stage in STAGES for c in CONCURRENCY)
     for (stage, concurrency), row in rows.items():
         assert row["status"] == "ok" and row["host"] == "collect-ct200" and row["tp"] == "1"
+        assert row["dataset"] == "random" and float(row["temperature"]) == 0.0
         assert float(row["output_throughput"]) == pytest.approx(raw_throughput(host, stage, concurrency), rel=1e-6)
         assert row["gpu_name"] == "NVIDIA RTX PRO 6000 Blackwell Server Edition" and row["driver"]
         assert row["model"] == "/models/Qwen3.6-27B"
