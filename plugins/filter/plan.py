@@ -10,6 +10,7 @@ here; roles read it and never rebuild it. Their documentation is in the .yml fil
 
 from __future__ import annotations
 
+import copy
 import fnmatch
 import itertools
 import json
@@ -20,9 +21,10 @@ import unicodedata
 from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.specdec.bench.plugins.module_utils._common import ID_PATTERN, ID_RE as _ID_RE
+from ansible_collections.specdec.bench.plugins.module_utils._common import ID_PATTERN, ID_RE as _ID_RE, temperature_tag
 from ansible_collections.specdec.bench.plugins.module_utils._process import RESTORED_SERVICE
 from ansible_collections.specdec.bench.plugins.module_utils._systemd import normalize_unit_name
+from ansible_collections.specdec.bench.plugins.plugin_utils import datasets as prompt_sets
 from ansible_collections.specdec.bench.plugins.plugin_utils import sglang_build as builds
 
 GIB = 1024 ** 3
@@ -39,8 +41,15 @@ SPEC_KEYS = ('campaign', 'description', 'model', 'draft', 'tp', 'methods', 'work
              'mem_fraction', 'min_kv_headroom_gib', 'extra_args', 'env')
 MODEL_KEYS = ('path', 'bytes')
 TP_KEYS = ('size', 'gpus', 'id')
-WORKLOAD_REQUIRED = ('input_len', 'output_len', 'num_prompts')
-WORKLOAD_OPTIONAL = ('seed', 'request_rate', 'warmup_requests')
+# the random set's sizes: required unless workload.datasets names no random set (or gives them on its entry)
+WORKLOAD_RANDOM = ('input_len', 'output_len', 'num_prompts')
+WORKLOAD_OPTIONAL = ('seed', 'request_rate', 'warmup_requests', 'datasets', 'temperature', 'top_p', 'top_k',
+                     'stop_at_eos', 'chat_template_kwargs')
+DEFAULT_TEMPERATURE = 0.0
+DEFAULT_TOP_P = 1.0
+DEFAULT_TOP_K = -1
+# what the harness passes to the chat template itself (transformers' apply_chat_template): a kwarg cannot set them
+TEMPLATE_RESERVED = ('messages', 'tools', 'documents', 'add_generation_prompt')
 METHOD_TABLE_KEYS = ('args', 'env', 'params', 'description')
 PARAM_KEYS = ('type', 'required', 'default', 'short')
 PARAM_TYPES = ('int',)
@@ -389,21 +398,97 @@ def _spec_tp(entries):
     return tps
 
 
+def _temperatures(value):
+    """workload.temperature: one number >= 0 or a non-empty list of them, as floats; distinct as results name them."""
+    field = 'workload.temperature'
+    values = value if isinstance(value, (list, tuple)) else [value]
+    if not values:
+        _fail(field, 'is an empty list', 'a number >= 0 or a non-empty list of them (a sweep; default [0])')
+    temperatures, tags = [], {}
+    for position, item in enumerate(values):
+        item_field = '%s[%d]' % (field, position) if isinstance(value, (list, tuple)) else field
+        if not _is_number(item) or item < 0:
+            _fail(item_field, 'is %r' % (item,), 'a number >= 0 (0 is greedy)')
+        tag = temperature_tag(item)  # results are named by it (result-<dataset>-t<tag>-c<n>.json): it must be unique
+        if tag in tags:
+            _fail(item_field, 'repeats %r as t%s, as %s[%d] (a duplicate run)' % (item, tag, field, tags[tag]),
+                  'distinct temperatures, at most 6 significant digits')
+        tags[tag] = position
+        temperatures.append(float(item))
+    return temperatures
+
+
+def _template_kwargs(kwargs):
+    """workload.chat_template_kwargs: variables for the target's chat template (enable_thinking: false), as JSON."""
+    field = 'workload.chat_template_kwargs'
+    if kwargs is None:
+        return {}
+    if not isinstance(kwargs, Mapping):
+        _fail(field, 'is %r' % (kwargs,), 'a mapping of template variable names to values, such as {enable_thinking: false}')
+    for name, value in kwargs.items():
+        if not isinstance(name, str) or not _ENV_NAME_RE.match(name) or name in TEMPLATE_RESERVED:
+            _fail('%s key %r' % (field, name), 'is not a template variable the spec may set',
+                  'names matching %s other than %s (the harness sets those)' % (_ENV_NAME_RE.pattern[:-2], ', '.join(TEMPLATE_RESERVED)))
+        try:
+            json.dumps(value, allow_nan=False)
+        except (TypeError, ValueError):
+            _fail('%s.%s' % (field, name), 'is %r' % (value,), 'a JSON value (string, number, boolean, null, list, mapping)')
+    return json.loads(json.dumps(dict(kwargs)))
+
+
+def _datasets(workload):
+    """workload.datasets checked (datasets.validate_datasets) with defaults filled; a random set takes the workload's sizes."""
+    entries = workload.get('datasets', [prompt_sets.RANDOM])
+    try:
+        checked = prompt_sets.validate_datasets(entries, where='workload.datasets')
+    except prompt_sets.DatasetError as exc:
+        raise AnsibleFilterError('campaign_plan: %s' % exc)
+    for position, entry in enumerate(checked):
+        if entry['kind'] != 'random':
+            continue
+        for key in WORKLOAD_RANDOM:
+            if entry.get(key) is not None:
+                continue
+            if not _is_positive_int(workload.get(key)):
+                if 'datasets' not in workload:  # today's spec, today's message
+                    _fail('workload.%s' % key, 'is %r' % (workload.get(key),), POSITIVE_INT)
+                _fail('workload.datasets[%d].%s' % (position, key), 'is missing and workload.%s is %r' % (key, workload.get(key)),
+                      '%s, on the random entry or in workload.%s' % (POSITIVE_INT, key))
+            entry[key] = workload[key]
+    return checked
+
+
 def _spec_workload(workload):
-    _check_keys(workload, 'workload', WORKLOAD_REQUIRED + WORKLOAD_OPTIONAL)
-    for key in WORKLOAD_REQUIRED:
-        if not _is_positive_int(workload.get(key)):
-            _fail('workload.%s' % key, 'is %r' % (workload.get(key),), POSITIVE_INT)
+    """The workload every stage runs: today's random-set keys as given, and the datasets and sampling, defaults filled."""
+    _check_keys(workload, 'workload', WORKLOAD_RANDOM + WORKLOAD_OPTIONAL)
+    for key in WORKLOAD_RANDOM:
+        if key in workload and not _is_positive_int(workload[key]):
+            _fail('workload.%s' % key, 'is %r' % (workload[key],), POSITIVE_INT)
     for key in ('seed', 'warmup_requests'):
         if key in workload and (not _is_int(workload[key]) or workload[key] < 0):
             _fail('workload.%s' % key, 'is %r' % (workload[key],), 'an integer >= 0')
     rate = workload.get('request_rate', 'inf')
     if rate != 'inf' and (not _is_number(rate) or rate <= 0):
         _fail('workload.request_rate', 'is %r' % (rate,), 'a positive number of requests per second, or "inf"')
-    workload = dict(workload)
-    if 'request_rate' in workload and rate != 'inf' and math.isinf(rate):
-        workload['request_rate'] = 'inf'  # YAML's .inf: one spelling in the stages and the results
-    return workload
+    top_p = workload.get('top_p', DEFAULT_TOP_P)
+    if not _is_number(top_p) or not 0 < top_p <= 1:
+        _fail('workload.top_p', 'is %r' % (top_p,), 'a number in (0, 1] (1: no nucleus cut, the default)')
+    top_k = workload.get('top_k', DEFAULT_TOP_K)
+    if not _is_int(top_k) or not (top_k == -1 or top_k >= 1):
+        _fail('workload.top_k', 'is %r' % (top_k,), 'an integer >= 1, or -1 (no top-k cut, the default)')
+    stop_at_eos = workload.get('stop_at_eos', True)
+    if not isinstance(stop_at_eos, bool):
+        _fail('workload.stop_at_eos', 'is %r' % (stop_at_eos,), 'true (the default: generation ends at EOS) or false')
+    result = dict((key, workload[key]) for key in WORKLOAD_RANDOM + ('seed', 'request_rate', 'warmup_requests')
+                  if key in workload)
+    if 'request_rate' in result and rate != 'inf' and math.isinf(rate):
+        result['request_rate'] = 'inf'  # YAML's .inf: one spelling in the stages and the results
+    result.update(
+        datasets=_datasets(workload),
+        temperature=_temperatures(workload.get('temperature', [DEFAULT_TEMPERATURE])),
+        top_p=float(top_p), top_k=top_k, stop_at_eos=stop_at_eos,
+        chat_template_kwargs=_template_kwargs(workload.get('chat_template_kwargs')))
+    return result
 
 
 def _spec_concurrency(concurrency):
@@ -703,7 +788,7 @@ def _stage(plan, table, tp, indices, why_not, host, method, params, port, stoppa
         'sglang_args': sglang_args,
         'argv': argv,
         'env': env,
-        'workload': dict(plan['workload']),
+        'workload': copy.deepcopy(plan['workload']),
         'concurrency': list(plan['concurrency']),
         'sglang_build': dict(plan['sglang_build']),
         'feasible': reason is None,

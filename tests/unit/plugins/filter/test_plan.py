@@ -171,7 +171,11 @@ def test_ct200_plan_is_the_seed_matrix_in_order():
     assert [s['index'] for s in stages] == list(range(15))
     assert all(s['feasible'] and s['reason'] is None for s in stages)
     assert all(s['concurrency'] == [1, 4, 16] for s in stages)
-    assert stages[0]['workload'] == {'input_len': 512, 'output_len': 256, 'num_prompts': 64}
+    # no datasets: today's random prompts, as the one set, with the sampling defaults
+    assert stages[0]['workload'] == {
+        'input_len': 512, 'output_len': 256, 'num_prompts': 64,
+        'datasets': [{'name': 'random', 'kind': 'random', 'input_len': 512, 'output_len': 256, 'num_prompts': 64}],
+        'temperature': [0.0], 'top_p': 1.0, 'top_k': -1, 'stop_at_eos': True, 'chat_template_kwargs': {}}
 
 
 def test_ct200_tp1_and_tp4_use_free_gpus_pinned_by_uuid():
