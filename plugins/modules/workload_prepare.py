@@ -26,7 +26,7 @@ description:
     multi-turn record the concatenation is checked against the template's own rendering with a sample answer; a
     template that renders earlier answers differently from how the model saw them after its generation prompt (for
     example Qwen3's with C(enable_thinking=false), whose empty think block is dropped from earlier turns) is refused,
-    naming it: send that set with C(turns=first).
+    naming it; send that set with C(turns=first).
   - A C(random) entry needs no file and no template and is passed through.
   - A real set asked of a model folder without a chat template is refused before anything on the host changes.
 author:
@@ -52,7 +52,7 @@ options:
             C(chat_template.jinja) wins over the config's C(chat_template), as transformers loads them.
         type: dict
   chat_template_kwargs:
-    description: Variables the template sees besides the messages, e.g. C({enable_thinking: false}) for Qwen3 targets.
+    description: "Variables the template sees besides the messages, e.g. C({enable_thinking: false}) for Qwen3 targets."
     type: dict
     default: {}
   cache:
@@ -72,13 +72,13 @@ attributes:
   check_mode:
     support: full
     details:
-      - Runs as usual: it changes nothing on the host, only the controller's dataset cache.
+      - Runs as usual; it changes nothing on the host, only the controller's dataset cache.
   diff_mode:
     support: none
 notes:
-  - RV(changed) is always false; the cache on the controller is not the host's state.
+  - C(changed) is always false; the cache on the controller is not the host's state.
 seealso:
-  - role: specdec.bench.campaign
+  - module: specdec.bench.bench_run
 """
 
 EXAMPLES = r"""
@@ -121,12 +121,12 @@ prepared:
     turns: {description: "V(first) or V(all).", type: str}
     max_new_tokens: {description: The generation limit per request., type: int}
     num_prompts: {description: The count asked for (null for all)., type: int}
-    normalized_sha256: {description: The sha256 of the normalized JSONL ({id, category, turns})., type: str}
+    normalized_sha256: {description: "The sha256 of the normalized JSONL (C({id, category, turns})).", type: str}
     template_sha256: {description: The sha256 of the chat template text used; null for random., type: str}
     chat_template_kwargs: {description: The variables the template was rendered with., type: dict}
     prompts_path: {description: The host prompts file on the controller; null for random., type: str}
-    prompts_sha256: {description: Its sha256, which names it on the host too; null for random., type: str}
-    notes: {description: Lines for the output (trust on first use, a download again, the template used)., type: list, elements: str}
+    prompts_sha256: {description: "Its sha256, which names it on the host too; null for random.", type: str}
+    notes: {description: "Lines for the output (trust on first use, a download again, the template used).", type: list, elements: str}
   sample:
     - {name: gsm8k, kind: builtin, source: "https://raw.githubusercontent.com/openai/grade-school-math/.../test.jsonl",
        source_sha256: 3730d312f6e3440559ace48831e51066acaca737f6eabec99bccb9e4b3c39d14, pinned: table, format: gsm8k,
