@@ -1,11 +1,14 @@
 """Time to write a campaign report from 1,000 collected stages x 4 concurrencies, against just reading the files.
 
-    .venv/bin/python tests/perf/bench_report.py [--runs 5] [--hosts 5] [--keep DIR]
+    .venv/bin/python tests/perf/bench_report.py [--runs 5] [--hosts 5] [--keep DIR] [--datasets gsm8k,mt-bench]
+                                                [--temperatures 0,0.7]
 
 The results are synthetic but complete and laid out as bench_stage writes them (tests/unit/plugins/plugin_utils/
 synthetic_results.py: status, result, raw records, server_info, GPU snapshot per stage, campaign.json per host):
 5 hosts x TP 1/2/4/8 x (AR, DFlash, DDTree 12 budgets x 4 top-k) = 1,000 stages, concurrency 1/4/16/64
 (--hosts 2: 31 budgets, 1,008 stages). The tables cost per stage; the plots per host and TP (one panel each).
+--datasets / --temperatures: every stage runs those prompt sets at those temperatures (rows and plots multiply by
+their count: one row per stage, dataset, temperature and concurrency); default: random prompts at T=0, as before.
 Each run is a fresh Python process, so imports (matplotlib included) are counted, and writes into a fresh folder.
 
   read      json.load of every file the report reads (the floor: no report can do less)
@@ -90,7 +93,12 @@ def main():
     parser.add_argument('--runs', type=int, default=5)
     parser.add_argument('--hosts', type=int, default=5)
     parser.add_argument('--keep', help='make the results here and keep them')
+    parser.add_argument('--datasets', help='comma-separated prompt set names (default: none, random prompts)')
+    parser.add_argument('--temperatures', help='comma-separated temperatures (default: 0)')
     args = parser.parse_args()
+    datasets = args.datasets.split(',') if args.datasets else None
+    temperatures = [float(t) for t in args.temperatures.split(',')] if args.temperatures else None
+    runs_per_stage = len(datasets or [None]) * len(temperatures or [0])
     work = pathlib.Path(args.keep or tempfile.mkdtemp(prefix='specdec-bench-report-'))
     root = work / 'results'
     tree = conftest._collection_tree()  # pylint: disable=protected-access
@@ -101,10 +109,10 @@ def main():
         for campaign, seed in (('perf', number), ('perf-before', 100 + number)):
             if not (root / host / campaign).exists():
                 synth.make_campaign(root, host, campaign, matrix(budgets), concurrency=CONCURRENCY, num_prompts=4, input_len=64,
-                                    output_len=8, seed=seed)
+                                    output_len=8, seed=seed, datasets=datasets, temperatures=temperatures)
     stages = args.hosts * len(matrix(budgets))
-    print('synthetic results: %d host(s), %d stages x %d concurrencies = %d rows, %d files, made in %.1f s' % (
-        args.hosts, stages, len(CONCURRENCY), stages * len(CONCURRENCY),
+    print('synthetic results: %d host(s), %d stages x %d run(s) x %d concurrencies = %d rows, %d files, made in %.1f s' % (
+        args.hosts, stages, runs_per_stage, len(CONCURRENCY), stages * runs_per_stage * len(CONCURRENCY),
         sum(len(files) for _d, _s, files in os.walk(root)), time.perf_counter() - began))
     print('(each run is a fresh process; %s)' % ('files kept in %s' % work if args.keep else 'files removed afterwards'))
     variants = ('read', 'report', 'plots', 'compare', 'rerun')
