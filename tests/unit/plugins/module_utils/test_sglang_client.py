@@ -6,6 +6,7 @@ The whole driver runs in tests/unit/plugins/modules/test_bench_run.py."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import time
@@ -68,3 +69,28 @@ def test_a_cancelled_stopper_leaves_the_client_alone():
     stopper(process)
     stopper.cancel()
     assert process.wait(30) == 0 and not stopper.stopped
+
+
+def test_the_custom_dataset_holds_each_records_templated_first_turn():
+    records = [{'id': 'a', 'category': 'math', 'segments': ['<u>one "q"\n</u><a>', '<u>two</u><a>']},
+               {'id': 'b', 'category': 'code', 'segments': ['<u>def f():</u><a>']}]
+    lines = [json.loads(line) for line in _sglang_client.custom_dataset(records).splitlines()]
+    assert [line['conversations'][0] for line in lines] == [{'role': 'user', 'content': '<u>one "q"\n</u><a>'},
+                                                             {'role': 'user', 'content': '<u>def f():</u><a>'}]
+    # the client drops a record without an assistant turn it can read; --sharegpt-output-len overrides its length
+    assert all(line['conversations'][1] == {'role': 'assistant', 'content': _sglang_client.PLACEHOLDER_ANSWER} for line in lines)
+
+
+def test_the_prompts_command_runs_the_custom_dataset_with_the_sampling_params():
+    params = dict(PARAMS, max_new_tokens=2048, temperature=0.7, top_p=0.95, ignore_eos=False)
+    command = sglang_command('python3', 'sglang.benchmark.serving', params, 'out', '/r/raw.input.jsonl', 12)
+    assert command[command.index('--dataset-name') + 1:command.index('--max-concurrency')] == [
+        'custom', '--dataset-path', '/r/raw.input.jsonl', '--sharegpt-output-len', '2048', '--num-prompts', '12']
+    assert '--random-input-len' not in command and '--apply-chat-template' not in command
+    assert command[command.index('--temperature') + 1] == '0.7' and command[command.index('--top-p') + 1] == '0.95'
+    assert '--disable-ignore-eos' in command
+    greedy = sglang_command('python3', 'sglang.benchmark.serving', dict(params, temperature=0.0, top_p=1.0, ignore_eos=True),
+                            'out', '/r/raw.input.jsonl', 12)
+    assert '--temperature' not in greedy and '--top-p' not in greedy and '--disable-ignore-eos' not in greedy
+    # random prompts ignore EOS whatever the option says, as the builtin harness
+    assert '--disable-ignore-eos' not in sglang_command('python3', 'sglang.benchmark.serving', params, 'out')
