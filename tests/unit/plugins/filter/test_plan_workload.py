@@ -8,13 +8,16 @@ from __future__ import annotations
 
 import copy
 import datetime
+import os
 
 import pytest
+import yaml
 
 from ansible.errors import AnsibleFilterError
 from ansible_collections.specdec.bench.plugins.filter.plan import campaign_plan
 from ansible_collections.specdec.bench.plugins.plugin_utils import datasets
 
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
 DDTREE_BUILD = 'sglang-ddtree-pr29907'
 REAL_SETS = ['mt-bench', 'gsm8k', 'humaneval', 'math500', 'spec-bench']
 
@@ -217,3 +220,22 @@ def test_the_workload_is_refused_before_host_problems_are_looked_at():
     bad['tp'] = [8]  # larger than the host
     with pytest.raises(AnsibleFilterError, match=r'workload\.datasets\[0\]\.name'):
         plan(bad)
+
+
+def test_the_documented_example_plans_and_its_stages_carry_the_documented_workload():
+    docs = os.path.join(REPO_ROOT, 'plugins', 'filter', 'campaign_plan.yml')
+    with open(docs, encoding='utf-8') as handle:
+        documented = yaml.safe_load(handle)
+    example = yaml.safe_load(documented['EXAMPLES'])[0]['vars']['campaign_spec']
+    host = {'nvidia_gpus': [{'index': i, 'uuid': 'GPU-%d' % i, 'memory_total_mib': 97887, 'processes': []} for i in range(8)]}
+    workload = campaign_plan(host, example, build=DDTREE_BUILD)[0]['workload']
+    assert [entry['name'] for entry in workload['datasets']] == REAL_SETS
+    sample = documented['RETURN']['_value']['contains']['workload']['sample']
+    assert set(sample) == set(workload) | {'input_len', 'output_len', 'num_prompts'}
+    # the sample's entries are what the plan makes of them
+    given = [{'name': 'mt-bench'}, {'name': 'spec-bench', 'categories': ['translation', 'math_reasoning']},
+             {'name': 'mine', 'file': 'prompts/mine.jsonl', 'num_prompts': 32, 'max_new_tokens': 512, 'turns': 'first'},
+             'random']
+    planned = workload_of(datasets=given, input_len=512, output_len=256, num_prompts=64, temperature=[0, 1],
+                          chat_template_kwargs={'enable_thinking': False})
+    assert planned == sample
