@@ -2,6 +2,7 @@
 
     .venv/bin/python tests/perf/bench_harness.py [--runs 3] [--concurrency 1,2,4,16,64] [--paced-concurrency 4,16]
                                                  [--rates 10000,20000,30000,40000] [--output-len 256] [--realtime]
+                                                 [--real-prompts campaigns/prompts/demo-spec-bench.jsonl,...]
 
 The SGLang emulator (tests/sim/sglang_emulator) serves native /generate streams on 127.0.0.1, pinned to CPU 0,
 autoregressive (one token per chunk), each chunk stamped with meta_info.sim_sent_at (its time.perf_counter()
@@ -12,6 +13,9 @@ error = a chunk's arrival stamp in the reader minus the emulator's send stamp (b
 
   zero delay   SIM_SGLANG_TIME_SCALE=0: the emulator streams as fast as it can, at each concurrency
   paced        SIM_SGLANG_STEP_SECONDS = concurrency / rate: a fixed offered chunk rate, swept
+  real prompts zero delay, the harness on a prompts file's conversations (the demo Spec-Bench and MT-Bench
+               prompts, ChatML-templated as workload_prepare would, every turn, stopping at EOS, as bench_run sends
+               them) beside today's random token-id prompts, the two interleaved in each run against one emulator
 
 The ceiling printed last is the most chunks per second the harness ingested, over both sweeps, with a p99 timing
 error under 1 ms (the target: at least 20,000).
@@ -95,8 +99,13 @@ class Emulator:
         layout = tmp / "layout.json"
         layout.write_text(json.dumps(LAYOUT))
         environ = {k: v for k, v in os.environ.items() if not k.startswith(("SIM_", "SGLANG_"))}
+        options = tmp / "options"
+        if not options.is_dir():  # the emulator's parser is made from the build profiles' option lists
+            from ansible_collections.specdec.bench.plugins.plugin_utils import sglang_build  # pylint: disable=import-outside-toplevel
+            sglang_build.write_option_lists(str(options))
         environ.update(PYTHONPATH=str(EMULATOR), SIM_GPU_LAYOUT=str(layout), SIM_GPU_STATE_DIR=str(tmp / "state"),
-                       SIM_SGLANG_LOAD_SECONDS="0", SIM_SGLANG_CHECK_MEMORY="0", CUDA_VISIBLE_DEVICES="0", **env)
+                       SIM_SGLANG_LOAD_SECONDS="0", SIM_SGLANG_CHECK_MEMORY="0", CUDA_VISIBLE_DEVICES="0",
+                       SIM_SGLANG_OPTIONS_DIR=str(options), **env)
         self.log = open(tmp / f"emulator-{self.port}.log", "w")  # pylint: disable=consider-using-with
         self.proc = subprocess.Popen(  # pylint: disable=consider-using-with
             [sys.executable, "-m", "sglang.launch_server", "--model-path", "Qwen/Qwen3-8B", "--host", "127.0.0.1",
@@ -151,7 +160,8 @@ def run_harness(base_url, bodies, concurrency):
     if failed:
         raise SystemExit(f"harness requests failed: {failed[:3]}")
     errors = [arrived - sent for r in run.records for arrived, sent in zip(r["chunk_s"], r["sent_s"])]
-    return summary(run.duration, cpu, errors)
+    return dict(summary(run.duration, cpu, errors), requests=len(run.records),
+                tokens=sum(r["output_tokens"] or 0 for r in run.records))
 
 
 def run_floor(base_url, bodies, concurrency):
@@ -220,6 +230,60 @@ def bodies_for(count, input_len, output_len, seed):
     return [generate_body(prompt, output_len) for prompt in make_prompts(seed, count, input_len)]
 
 
+CHATML_USER = "<|im_start|>user\n%s<|im_end|>\n<|im_start|>assistant\n"
+
+
+def real_records(paths):
+    """Host prompts file records of question files ({question_id, category, turns}): a ChatML (Qwen3-style) template's
+    segments by hand, standard library only (workload_prepare renders the model's own template)."""
+    records = []
+    for path in paths:
+        for line in pathlib.Path(path).read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                question = json.loads(line)
+                turns = question["turns"]
+                segments = [CHATML_USER % turns[0]] + ["<|im_end|>\n" + CHATML_USER % turn for turn in turns[1:]]
+                records.append({"id": f"{pathlib.Path(path).stem}-{question['question_id']}",
+                                "category": question.get("category"), "segments": segments})
+    if not records:
+        raise SystemExit(f"no prompts in {', '.join(paths)}")
+    return records
+
+
+def conversations_for(records, count, output_len):
+    """count conversations of the records (repeated in order), with bench_run's sampling params: greedy, to EOS."""
+    from ansible_collections.specdec.bench.plugins.module_utils._builtin_harness import (  # pylint: disable=import-outside-toplevel
+        Conversation, sampling_params)
+    sampling = sampling_params(output_len, ignore_eos=False)
+    return [Conversation(record["id"], record["category"], record["segments"], sampling)
+            for record in itertools.islice(itertools.cycle(records), count)]
+
+
+def measure_real(tmp, concurrency, num_prompts, records, args):
+    """Medians over args.runs runs of the harness on random prompts and on the real prompts, interleaved, against
+    one zero-delay emulator; each with its requests (turns) and output tokens a request."""
+    emulator = Emulator(tmp, {"SIM_SGLANG_TIME_SCALE": "0"})
+    try:
+        run_harness(emulator.base_url, bodies_for(concurrency, args.input_len, 16, 0), concurrency)
+        run_harness(emulator.base_url, conversations_for(records, concurrency, 16), concurrency)
+        results = {"random": [], "real": []}
+        for run in range(args.runs):
+            random_bodies = bodies_for(num_prompts, args.input_len, args.output_len, run + 1)
+            results["random"].append(run_harness(emulator.base_url, random_bodies, concurrency))
+            results["real"].append(run_harness(emulator.base_url, conversations_for(records, num_prompts, args.output_len),
+                                               concurrency))
+    finally:
+        emulator.stop()
+    return {name: {key: statistics.median(r[key] for r in runs) for key in runs[0]} for name, runs in results.items()}
+
+
+def real_row(concurrency, medians):
+    r, d = medians["random"], medians["real"]
+    return (f"| {concurrency} | {r['rate']:,.0f} | {r['cpu_us']:.1f} | {r['p99']:.3f} | {d['requests']:,.0f} | "
+            f"{d['tokens'] / d['requests']:.0f} | {d['rate']:,.0f} | {d['cpu_us']:.1f} | {d['p99']:.3f} | "
+            f"{d['rate'] / r['rate']:.2f}x |")
+
+
 def measure(tmp, env, concurrency, num_prompts, args):
     """Medians over args.runs runs of the harness and the floor, interleaved, against one emulator."""
     emulator = Emulator(tmp, env)
@@ -259,6 +323,10 @@ def main():
     parser.add_argument("--input-len", type=int, default=32)
     parser.add_argument("--output-len", type=int, default=256)
     parser.add_argument("--seconds", type=float, default=1.5, help="about how long each paced run streams")
+    parser.add_argument("--real-prompts", default=",".join(str(REPO / "campaigns" / "prompts" / name) for name in (
+        "demo-spec-bench.jsonl", "demo-mt-bench.jsonl")), help="question files ({question_id, category, turns}) of the "
+                        "real-prompts sweep, comma separated")
+    parser.add_argument("--real-concurrency", default="1,4,16,64", help="real-prompts sweep; empty to skip it")
     parser.add_argument("--realtime", action="store_true",
                         help="run both sides SCHED_FIFO (priority 1; needs root): on a machine shared with other work, "
                              "their time slices on the two CPUs otherwise show as timing error of several ms")
@@ -284,6 +352,21 @@ def main():
             print(zero_delay_row(concurrency, medians), flush=True)
             if medians["harness"]["p99"] < 1.0:
                 under_1ms.append((medians["harness"]["rate"], f"zero delay, concurrency {concurrency}"))
+
+        if args.real_concurrency:
+            records = real_records(args.real_prompts.split(","))
+            print(f"\nReal prompts vs random, zero delay: {len(records)} question records "
+                  f"({sum(len(r['segments']) for r in records)} turns; every turn sent, greedy, to EOS or "
+                  f"{args.output_len} tokens) beside random prompts of {args.input_len} token ids for exactly "
+                  f"{args.output_len} tokens; interleaved, median of {args.runs} runs\n")
+            print("| concurrency | random chunks/s | random CPU us/chunk | random p99 ms | real requests | "
+                  "real tokens/request | real chunks/s | real CPU us/chunk | real p99 ms | real vs random |")
+            print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+            for concurrency in [int(c) for c in args.real_concurrency.split(",")]:
+                medians = measure_real(tmp, concurrency, max(2 * concurrency, 64), records, args)
+                print(real_row(concurrency, medians), flush=True)
+                if medians["real"]["p99"] < 1.0:
+                    under_1ms.append((medians["real"]["rate"], f"real prompts, zero delay, concurrency {concurrency}"))
 
         print(f"\nPaced (SIM_SGLANG_STEP_SECONDS = concurrency / rate: each step streams one chunk per request), "
               f"about {args.seconds} s a run, median of {args.runs} runs\n")
