@@ -210,8 +210,9 @@ def render_markdown(report, plots=None):
                    and row['status'] in ('missing', 'incomplete', INVALID)]
         if partial:
             lines += ['Runs without a complete result: ' + '; '.join(
-                '%s %sc=%s %s (%s)' % (_md_code(row['stage']), '%s ' % md_escape(_workload_label(row['dataset'], row['temperature']))
-                                      if named else '', row['concurrency'], md_escape(row['status']), md_escape(row['reason']))
+                '%s %sc=%s %s (%s)' % (
+                    _md_code(row['stage']), '%s ' % md_escape(_workload_label(row['dataset'], row['temperature'])) if named else '',
+                    row['concurrency'], md_escape(row['status']), md_escape(row['reason']))
                 for row in partial), '']
     return '\n'.join(lines).rstrip('\n') + '\n'
 

@@ -101,6 +101,7 @@ def prepared(name, num_prompts, max_new_tokens, kind='builtin'):
     """A dataset as workload_prepare returns it (the controller paths left out, as status.json lists it)."""
     if name == 'random':
         return {'name': 'random', 'kind': 'random', 'num_prompts': num_prompts, 'input_len': 64, 'output_len': max_new_tokens}
+
     def digest(what):
         return hashlib.sha256(('%s-%s' % (what, name)).encode('utf-8')).hexdigest()
     return {'name': name, 'kind': kind, 'source': 'https://example.invalid/%s/test.jsonl' % name,
@@ -108,7 +109,6 @@ def prepared(name, num_prompts, max_new_tokens, kind='builtin'):
             'categories': {'general': num_prompts}, 'turns': 'all', 'max_new_tokens': max_new_tokens,
             'num_prompts': num_prompts, 'normalized_sha256': digest('normalized'), 'template_sha256': digest('template'),
             'chat_template_kwargs': {}, 'prompts_sha256': digest('prompts'), 'notes': []}
-
 
 
 def gpus_doc(count=8, name=GPU_NAME, mib=97887, driver='580.95.05', cuda='13.0'):

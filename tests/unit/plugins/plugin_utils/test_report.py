@@ -79,8 +79,8 @@ def test_every_measured_number_is_recomputed_from_the_raw_records(campaign):
     for (host, stage, concurrency), row in rows.items():
         if row['status'] != 'ok':
             continue
-        expected = recompute(campaign['root'] / host / 'qwen' / stage / results_file('raw', dataset='random', temperature=0.0,
-                                                                                      concurrency=concurrency))
+        raw = results_file('raw', dataset='random', temperature=0.0, concurrency=concurrency)
+        expected = recompute(campaign['root'] / host / 'qwen' / stage / raw)
         for key, value in expected.items():
             if value is None:
                 assert row[key] == '', (stage, key)
