@@ -254,12 +254,12 @@ def _markdown_datasets(datasets):
               '| --- | --- | --- | --- | --- | ---: | --- | ---: | --- |']
     for item in datasets:
         if item['kind'] == 'random':
-            source = 'random prompts, %s input / %s output tokens' % (item['input_len'] or '–', item['output_len'] or '–')
+            source = md_escape('random prompts, %s input / %s output tokens' % (item['input_len'] or '–', item['output_len'] or '–'))
         else:
-            source = item['source'] or '–'
+            source = _md_code(item['source'] or '–')
         count = item['num_prompts'] if item['num_prompts'] is not None else item['count']
         lines.append('| %s | %s | %s | %s | %s | %s | %s | %s | %s |' % (
-            md_escape(item['host']), md_escape(item['name']), md_escape(item['kind'] or '–'), _md_code(source),
+            md_escape(item['host']), md_escape(item['name']), md_escape(item['kind'] or '–'), source,
             _md_code(item['sha256'] or '–'), '–' if count is None else count, md_escape(item['turns'] or '–'),
             '–' if item['max_new_tokens'] is None else item['max_new_tokens'], md_escape(item['pinned'] or '–')))
     return lines + ['']

@@ -201,6 +201,16 @@ def test_latex_is_booktabs_tables_with_consistent_columns(campaign):
     assert r'DDTree B=64 k=4 & \textbf{' in tex and r'\label{tab:qwen-ct200-tp1}' in tex
 
 
+def test_latex_of_datasets_and_temperatures_keeps_the_structure(tmp_path):
+    root = tmp_path / 'results'
+    synth.make_campaign(root, 'ct200', 'real', synth.ct200_matrix(tps=(1,), budgets=(16,)), concurrency=(1, 4),
+                        datasets=['gsm8k', 'mt-bench'], temperatures=[0, 1], server_bias={'tp1-dflash-n16': 0.9})
+    generate(str(root), 'real', str(tmp_path / 'out'), plots=False)
+    tex = (tmp_path / 'out' / 'report.tex').read_text()
+    latex_structure(tex)
+    assert tex.count(r'\begin{table}') == 4 and r'\label{tab:real-ct200-gsm8k-t1-tp1}' in tex
+
+
 TEX_ENGINES = ('pdflatex', 'lualatex', 'tectonic')
 
 
@@ -212,7 +222,12 @@ def test_latex_compiles_when_a_tex_engine_is_present(campaign, tmp_path):
     wide = tmp_path / 'wide'
     synth.make_campaign(wide / 'results', 'ct200', 'wide', synth.ct200_matrix(tps=(8,), budgets=(128, 256)), concurrency=(1, 4, 16, 64))
     generate(str(wide / 'results'), 'wide', str(wide / 'out'), synth.LAYOUT, plots=False)
-    for name, source in (('three', campaign['out'] / 'report.tex'), ('four', wide / 'out' / 'report.tex')):
+    real = tmp_path / 'real'  # per dataset and temperature, longer captions and a flagged tau's dagger
+    synth.make_campaign(real / 'results', 'ct200', 'real', synth.ct200_matrix(tps=(1,), budgets=(64,)), concurrency=(1, 4, 16, 64),
+                        datasets=['gsm8k', 'mt-bench'], temperatures=[0, 0.7], server_bias={'tp1-dflash-n16': 0.9})
+    generate(str(real / 'results'), 'real', str(real / 'out'), plots=False)
+    for name, source in (('three', campaign['out'] / 'report.tex'), ('four', wide / 'out' / 'report.tex'),
+                         ('datasets', real / 'out' / 'report.tex')):
         folder = tmp_path / name
         folder.mkdir()
         shutil.copy(source, folder / 'report.tex')

@@ -203,3 +203,21 @@ def test_result_files_are_found_by_the_layout_pattern_and_the_legacy_name():
 ])
 def test_the_new_keys_are_checked_against_their_schema(check, doc, reason):
     assert reason in getattr(report_read, check)(doc)
+
+
+def test_the_summary_lines_name_the_dataset_and_temperature(made):
+    assert any(line.startswith('ct200 gsm8k T=0 TP1 c=1: best DDTree B=64 k=4 ') for line in made['made']['lines'])
+    assert any(line.startswith('ct200 mt-bench T=0.7 TP1 c=4: best ') for line in made['made']['lines'])
+
+
+def test_random_prompts_beside_a_real_set_keep_their_sizes_and_ignore_eos(tmp_path):
+    root = tmp_path / 'results'
+    synth.make_campaign(root, 'ct200', 'c', MATRIX[:2], concurrency=(1,), datasets=['random', 'gsm8k'])
+    made = generate(str(root), 'c', str(tmp_path / 'out'), plots=False)
+    rows = by_run(made['report']['rows'])
+    random_row, real_row = rows[('tp1-dflash-n16', 'random', 0.0, 1)], rows[('tp1-dflash-n16', 'gsm8k', 0.0, 1)]
+    assert (random_row['ignore_eos'], random_row['mean_output_len'], random_row['dataset_kind']) == (True, 32.0, 'random')
+    assert real_row['ignore_eos'] is False and real_row['mean_output_len'] < 32
+    md = (tmp_path / 'out' / 'report.md').read_text()
+    assert '| ct200 | random | random | random prompts, 64 input / 32 output tokens | – | 8 | – | – | – |' in md
+    assert '### random, T=0: TP1 (1 GPU(s))' in md and '### gsm8k, T=0: TP1 (1 GPU(s))' in md
