@@ -70,10 +70,10 @@ import os
 import re
 import urllib.error
 import urllib.parse
-import urllib.request
 import zlib
 
 import yaml
+from ansible.module_utils.urls import ConnectionError, open_url  # pylint: disable=redefined-builtin
 
 from ansible_collections.specdec.bench.plugins.module_utils._common import atomic_write, file_sha256, is_id
 
@@ -501,10 +501,9 @@ def download(url, timeout=TIMEOUT, max_bytes=MAX_DOWNLOAD_BYTES):
     """The bytes at an http(s) URL; DatasetError on any failure or past max_bytes."""
     if urllib.parse.urlsplit(url).scheme not in ('http', 'https'):
         raise DatasetError('cannot download %s: allowed: http or https URLs' % url)
-    request = urllib.request.Request(url, headers={'User-Agent': 'specdec.bench-datasets'})
     chunks, size = [], 0
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:  # nosec B310: scheme checked above
+        with open_url(url, timeout=timeout, http_agent='specdec.bench-datasets', follow_redirects='safe') as response:
             while True:
                 chunk = response.read(1 << 16)
                 if not chunk:
@@ -513,7 +512,7 @@ def download(url, timeout=TIMEOUT, max_bytes=MAX_DOWNLOAD_BYTES):
                 if size > max_bytes:
                     raise DatasetError('cannot download %s: larger than %d bytes' % (url, max_bytes))
                 chunks.append(chunk)
-    except (urllib.error.URLError, OSError, ValueError) as exc:
+    except (urllib.error.URLError, OSError, ValueError, ConnectionError) as exc:
         if isinstance(exc, DatasetError):
             raise
         raise DatasetError('cannot download %s: %s' % (url, getattr(exc, 'reason', None) or exc))

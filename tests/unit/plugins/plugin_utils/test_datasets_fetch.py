@@ -199,7 +199,7 @@ def test_a_prefilled_cache_works_with_no_network_and_the_shipped_table(tmp_path,
 
     def no_network(*args, **kwargs):
         raise AssertionError('a download was attempted: %r' % (args,))
-    monkeypatch.setattr(datasets.urllib.request, 'urlopen', no_network)
+    monkeypatch.setattr(datasets, 'open_url', no_network)
     monkeypatch.setenv(datasets.CACHE_ENV, str(cache))
     got = prepare(entry('spec-bench'), sources=sources)
     assert got['source'] == datasets.load_sources()['spec-bench']['url']  # the result names the real upstream
