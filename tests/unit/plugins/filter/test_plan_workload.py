@@ -103,7 +103,7 @@ def test_a_random_entry_with_all_its_sizes_needs_none_in_the_workload():
 ])
 def test_temperature_is_a_list_of_floats_in_spec_order(given, expected):
     temperatures = workload_of(datasets=['gsm8k'], temperature=given)['temperature']
-    assert temperatures == expected and all(type(t) is float for t in temperatures)
+    assert temperatures == expected and all(isinstance(t, float) for t in temperatures)
 
 
 def test_sampling_and_template_options_reach_every_stage_as_given():
@@ -111,7 +111,7 @@ def test_sampling_and_template_options_reach_every_stage_as_given():
                            chat_template_kwargs={'enable_thinking': False, 'tags': ['a'], 'depth': {'max': 2}})
     assert (workload['top_p'], workload['top_k'], workload['stop_at_eos']) == (0.95, 20, False)
     assert workload['chat_template_kwargs'] == {'enable_thinking': False, 'tags': ['a'], 'depth': {'max': 2}}
-    assert type(workload_of(datasets=['gsm8k'], top_p=1)['top_p']) is float
+    assert isinstance(workload_of(datasets=['gsm8k'], top_p=1)['top_p'], float)
 
 
 def test_stages_do_not_share_their_workload_and_the_spec_is_untouched():
