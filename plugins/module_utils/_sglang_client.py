@@ -30,7 +30,7 @@ import threading
 
 from ansible_collections.specdec.bench.plugins.module_utils._common import atomic_write, finite
 from ansible_collections.specdec.bench.plugins.module_utils._harness import from_sglang_client, result_row
-from ansible_collections.specdec.bench.plugins.module_utils._harness_run import STOP_GRACE_S, workload, write_row
+from ansible_collections.specdec.bench.plugins.module_utils._harness_run import STOP_GRACE_S, write_row
 
 # SGLang's benchmark client moved from sglang.bench_serving to sglang.benchmark.serving; the newer is tried first.
 CLIENT_MODULES = ('sglang.benchmark.serving', 'sglang.bench_serving')

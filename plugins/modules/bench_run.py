@@ -294,7 +294,7 @@ result:
       returned: always
       sample: 1
     dataset:
-      description: The dataset's name (O(dataset.name)); V(random) for random prompts.
+      description: The dataset's name (C(name) of O(dataset)); V(random) for random prompts.
       type: str
       returned: always
       sample: gsm8k
@@ -457,7 +457,9 @@ result:
       returned: always
       sample: false
     accept_length_p10:
-      description: 10th percentile of the requests' own acceptance lengths (C(completion_tokens / spec_verify_ct)); C(accept_length_median) and C(accept_length_p90) likewise.
+      description:
+        - 10th percentile of the requests' own acceptance lengths (C(completion_tokens / spec_verify_ct)).
+        - C(accept_length_median) and C(accept_length_p90) likewise.
       type: float
       returned: always
       sample: 2.9
@@ -550,7 +552,7 @@ def main():
             top_p=dict(type='float', default=1.0),
             top_k=dict(type='int', default=-1),
             ignore_eos=dict(type='bool', default=True),
-            max_new_tokens=dict(type='int'),
+            max_new_tokens=dict(type='int', no_log=False),
             seed=dict(type='int', default=1),
             warmup_requests=dict(type='int', default=1),
             request_rate=dict(type='float'),

@@ -323,9 +323,9 @@ def main():
     parser.add_argument("--input-len", type=int, default=32)
     parser.add_argument("--output-len", type=int, default=256)
     parser.add_argument("--seconds", type=float, default=1.5, help="about how long each paced run streams")
-    parser.add_argument("--real-prompts", default=",".join(str(REPO / "campaigns" / "prompts" / name) for name in (
-        "demo-spec-bench.jsonl", "demo-mt-bench.jsonl")), help="question files ({question_id, category, turns}) of the "
-                        "real-prompts sweep, comma separated")
+    demo = [str(REPO / "campaigns" / "prompts" / name) for name in ("demo-spec-bench.jsonl", "demo-mt-bench.jsonl")]
+    parser.add_argument("--real-prompts", default=",".join(demo),
+                        help="question files ({question_id, category, turns}) of the real-prompts sweep, comma separated")
     parser.add_argument("--real-concurrency", default="1,4,16,64", help="real-prompts sweep; empty to skip it")
     parser.add_argument("--realtime", action="store_true",
                         help="run both sides SCHED_FIFO (priority 1; needs root): on a machine shared with other work, "

@@ -75,8 +75,8 @@ def test_the_custom_dataset_holds_each_records_templated_first_turn():
     records = [{'id': 'a', 'category': 'math', 'segments': ['<u>one "q"\n</u><a>', '<u>two</u><a>']},
                {'id': 'b', 'category': 'code', 'segments': ['<u>def f():</u><a>']}]
     lines = [json.loads(line) for line in _sglang_client.custom_dataset(records).splitlines()]
-    assert [line['conversations'][0] for line in lines] == [{'role': 'user', 'content': '<u>one "q"\n</u><a>'},
-                                                             {'role': 'user', 'content': '<u>def f():</u><a>'}]
+    assert [line['conversations'][0] for line in lines] == [
+        {'role': 'user', 'content': '<u>one "q"\n</u><a>'}, {'role': 'user', 'content': '<u>def f():</u><a>'}]
     # the client drops a record without an assistant turn it can read; --sharegpt-output-len overrides its length
     assert all(line['conversations'][1] == {'role': 'assistant', 'content': _sglang_client.PLACEHOLDER_ANSWER} for line in lines)
 

@@ -188,8 +188,8 @@ def test_sglang_harness_runs_the_older_client_when_the_newer_is_missing(run_modu
     written, _records = read_files(tmp_path, 4)
     assert written == row and row['raw_file'] == str(tmp_path / 'stage' / 'raw-random-t0-c4.jsonl')
     assert 'Serving Benchmark Result' in (tmp_path / 'stage' / 'raw-random-t0-c4.log').read_text()
-    assert sorted(os.listdir(str(tmp_path / 'stage'))) == ['raw-random-t0-c4.jsonl', 'raw-random-t0-c4.log',
-                                                          'result-random-t0-c4.json']
+    assert sorted(os.listdir(str(tmp_path / 'stage'))) == [
+        'raw-random-t0-c4.jsonl', 'raw-random-t0-c4.log', 'result-random-t0-c4.json']
 
 
 def test_sglang_client_that_fails_leaves_an_incomplete_result(run_module, monkeypatch, tmp_path):

@@ -102,8 +102,8 @@ def test_builtin_temperature_names_the_files_and_lowers_acceptance(run_module, d
                                              temperature=1.0, top_p=0.9, top_k=20))
     assert greedy['exit_code'] == 0 and hot['exit_code'] == 0, (greedy, hot)
     assert hot['result_file'].endswith('result-demo-set-t1-c2.json')
-    assert sorted(os.listdir(str(tmp_path / 'stage'))) == ['raw-demo-set-t0-c2.jsonl', 'raw-demo-set-t1-c2.jsonl',
-                                                          'result-demo-set-t0-c2.json', 'result-demo-set-t1-c2.json']
+    assert sorted(os.listdir(str(tmp_path / 'stage'))) == [
+        'raw-demo-set-t0-c2.jsonl', 'raw-demo-set-t1-c2.jsonl', 'result-demo-set-t0-c2.json', 'result-demo-set-t1-c2.json']
     assert hot['result']['accept_length'] < greedy['result']['accept_length']
     # ignore_eos: every request runs to max_new_tokens
     assert greedy['result']['total_output_tokens'] == 5 * 48 and greedy['result']['mean_output_len'] == 48
