@@ -60,9 +60,14 @@ def temperature_tag(temperature):
 
 def results_file(name, **fields):
     """The file name RESULTS_LAYOUT gives `name`, with its fields (dataset=, temperature=, concurrency=) filled in;
-    a number given as temperature is written by temperature_tag."""
-    if isinstance(fields.get('temperature'), (int, float)) and not isinstance(fields['temperature'], bool):
-        fields['temperature'] = temperature_tag(fields['temperature'])
+    a temperature given as a number, or as a number's text ('0.0', as a template renders a float), is written by
+    temperature_tag, so every writer and reader names a run's files alike."""
+    temperature = fields.get('temperature')
+    if temperature is not None and not isinstance(temperature, bool):
+        try:
+            fields['temperature'] = temperature_tag(temperature)
+        except (TypeError, ValueError):
+            pass  # not a number: left as given, for the caller's own pattern ('*' in a glob)
     return RESULTS_LAYOUT[name].format(**fields)
 
 

@@ -22,6 +22,9 @@ def test_results_file_fills_dataset_temperature_concurrency():
     assert _common.results_file('result', dataset='random', temperature=0, concurrency=4) == 'result-random-t0-c4.json'
     assert _common.results_file('raw', dataset='gsm8k', temperature=0.7, concurrency=16) == 'raw-gsm8k-t0.7-c16.jsonl'
     assert _common.results_file('result', dataset='mt-bench', temperature=1.0, concurrency=1) == 'result-mt-bench-t1-c1.json'
+    # a template renders floats as text: the same name
+    assert _common.results_file('result', dataset='x', temperature='0.0', concurrency=2) == 'result-x-t0-c2.json'
+    assert _common.results_file('raw', dataset='x', temperature='*', concurrency='*') == 'raw-x-t*-c*.jsonl'
     assert _common.results_file('status') == 'status.json'
 
 
