@@ -6,6 +6,8 @@
 
 from __future__ import annotations
 
+import json
+
 from ansible_collections.specdec.bench.plugins.filter.campaign import truncate
 
 
@@ -37,11 +39,35 @@ def stage_line(stage, count):
     return line
 
 
+def dataset_text(entry):
+    """One prompt set as the plan knows it: name, prompts, categories, turns, new tokens (or random's lengths)."""
+    if entry.get('name') == 'random':
+        return 'random (%s prompts, %s in / %s out)' % (entry.get('num_prompts'), entry.get('input_len'), entry.get('output_len'))
+    text = '%s (%s prompts' % (entry.get('name'), entry.get('num_prompts') or 'all')
+    if entry.get('categories'):
+        text += ', categories ' + ','.join('%s' % (c,) for c in entry['categories'])
+    return text + ', %s turns, max %s new tokens)' % (entry.get('turns'), entry.get('max_new_tokens'))
+
+
+def workload_line(workload):
+    """'workload: <sets>; temperature <t...>; top_p <p>, top_k <k>; stops at EOS | ignores EOS[; chat template kwargs]'."""
+    line = 'workload: ' + ', '.join(dataset_text(entry) for entry in workload.get('datasets') or [])
+    line += '; temperature ' + ', '.join('%g' % (t,) for t in workload.get('temperature') or [0])
+    line += '; top_p %s, top_k %s' % (workload.get('top_p', 1.0), workload.get('top_k', -1))
+    line += '; stops at EOS' if workload.get('stop_at_eos', True) else '; ignores EOS'
+    if workload.get('chat_template_kwargs'):
+        line += '; chat template kwargs ' + json.dumps(workload['chat_template_kwargs'], sort_keys=True)
+    return line
+
+
 def plan_lines(plan_stages, campaign, host):
-    """The plan's header (stages, feasible, blocked) and one line per stage."""
+    """The plan's header (stages, feasible, blocked), its workload (the same in every stage), one line per stage."""
     stages = plan_stages or []
     lines = ['%s on %s: %d stage(s), %d feasible, %d blocked' % (
         campaign, host, len(stages), sum(1 for s in stages if s.get('feasible')), sum(1 for s in stages if s.get('blocked')))]
+    workload = next((stage['workload'] for stage in stages if isinstance(stage.get('workload'), dict)), None)
+    if workload and workload.get('datasets'):
+        lines.append(workload_line(workload))
     return lines + [stage_line(stage, len(stages)) for stage in stages]
 
 

@@ -109,3 +109,19 @@ def test_each_filter_has_its_documentation():
             with open(os.path.join(folder, name + '.yml'), encoding='utf-8') as handle:
                 docs = yaml.safe_load(handle)
             assert docs['DOCUMENTATION']['name'] == name and docs['RETURN']['_value']['description'], name
+
+
+def test_plan_lines_show_the_workload_once():
+    workload = {'datasets': [{'name': 'gsm8k', 'num_prompts': 128, 'turns': 'all', 'max_new_tokens': 2048},
+                             {'name': 'spec-bench', 'num_prompts': None, 'categories': ['coding', 'math_reasoning'],
+                              'turns': 'first', 'max_new_tokens': 128},
+                             {'name': 'random', 'num_prompts': 16, 'input_len': 512, 'output_len': 128}],
+                'temperature': [0.0, 0.7], 'top_p': 1.0, 'top_k': -1, 'stop_at_eos': False,
+                'chat_template_kwargs': {'enable_thinking': False}}
+    stages = [dict(stage, workload=workload) for stage in PLAN]
+    lines = plan_lines(stages, 'qwen36-ct200', 'ct200')
+    assert lines[1] == (
+        'workload: gsm8k (128 prompts, all turns, max 2048 new tokens), spec-bench (all prompts, categories '
+        'coding,math_reasoning, first turns, max 128 new tokens), random (16 prompts, 512 in / 128 out); '
+        'temperature 0, 0.7; top_p 1.0, top_k -1; ignores EOS; chat template kwargs {"enable_thinking": false}')
+    assert len(lines) == len(PLAN) + 2 and lines[2].startswith('stage 1/3 ')
