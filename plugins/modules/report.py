@@ -14,13 +14,13 @@ description:
   - Runs on the controller only (an action plugin; nothing runs on a host). Reads what M(specdec.bench.results_unpack)
     collected under O(results_dir)C(/<host>/<campaign>/), with the file names of the collection's results layout
     (P(specdec.bench.results_layout#filter)), and writes to O(output_dir) C(results.csv) and C(results.json) (one
-    row per host, stage and concurrency), C(report.md), C(report.tex) (booktabs tables, ready to C(\input)) and PNG
+    row per host, stage, dataset, temperature and concurrency), C(report.md), C(report.tex) (booktabs tables, ready to C(\input)) and PNG
     plots.
-  - C(speedup) is the output throughput of a stage over that of the O(baseline_method) stage on the same host, TP and
-    concurrency; it is left empty when that baseline was not measured, never guessed.
+  - C(speedup) is the output throughput of a stage over that of the O(baseline_method) stage on the same host, TP,
+    dataset, temperature and concurrency; it is left empty when that baseline was not measured, never guessed.
   - A row is C(ok) when its stage ran and the harness completed every prompt at that concurrency; failed,
     infeasible and never-run stages are rows too, with their status and reason, and C(report.md) lists them.
-  - Every collected file is checked against the schema of its kind (C(campaign.json), C(status.json), C(result-c<N>.json),
+  - Every collected file is checked against the schema of its kind (C(campaign.json), C(status.json), the result files,
     C(server_info.json), C(gpus.json); the types and values the stages write) before it is used. A file that cannot be
     read, is not JSON or is not of its schema is skipped as if absent and named with the reason in RV(skipped_files), a
     warning, C(report.md) and C(results.json). The rows of a skipped C(status.json) or result file have the status
@@ -71,8 +71,10 @@ requirements:
 seealso:
   - module: specdec.bench.results_unpack
 notes:
-  - Numbers come from the normalized harness results (C(result-c<N>.json)); the unit tests recompute them from the raw
-    per-request records.
+  - Numbers come from the normalized harness results (C(result-<dataset>-t<temperature>-c<concurrency>.json); an older
+    campaign's C(result-c<N>.json) reads as dataset C(random) at temperature 0); the unit tests recompute them from the
+    raw per-request records. The acceptance length is per request (the run's own completion tokens over its verify
+    steps); the server's average is shown beside it as a cross-check.
 """
 
 EXAMPLES = r"""
@@ -114,7 +116,7 @@ hosts:
   elements: str
   sample: [a100box, ct200]
 rows:
-  description: How many rows (host, stage, concurrency) the report has.
+  description: How many rows (host, stage, dataset, temperature, concurrency) the report has.
   returned: success
   type: int
   sample: 45
