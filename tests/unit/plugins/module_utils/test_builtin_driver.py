@@ -27,8 +27,8 @@ def lines(path):
 
 
 def test_the_raw_log_appends_only_what_it_has_not_written(tmp_path):
-    path = str(tmp_path / 'raw-c2.jsonl')
-    (tmp_path / 'raw-c2.jsonl').write_text('an older run\n')
+    path = str(tmp_path / 'raw-random-t0-c2.jsonl')
+    (tmp_path / 'raw-random-t0-c2.jsonl').write_text('an older run\n')
     raw = RawLog(path)
     assert lines(path) == []  # a new run starts it afresh
     raw.append([record(0)])
@@ -39,10 +39,10 @@ def test_the_raw_log_appends_only_what_it_has_not_written(tmp_path):
 
 
 def test_the_progress_row_counts_the_measured_requests_so_far():
-    row = progress_row(PARAMS, [record(0, warmup=True), record(0), record(1, False), record(2)], '/r/raw-c2.jsonl')
+    row = progress_row(PARAMS, [record(0, warmup=True), record(0), record(1, False), record(2)], '/r/raw-random-t0-c2.jsonl')
     assert set(row) == set(RESULT_KEYS)
     assert (row['harness'], row['completed'], row['failed'], row['complete']) == ('builtin', 2, 2, False)
-    assert (row['raw_file'], row['stage'], row['errors'], row['mean_ttft_ms']) == ('/r/raw-c2.jsonl', 'tp1-x', [], None)
+    assert (row['raw_file'], row['stage'], row['errors'], row['mean_ttft_ms']) == ('/r/raw-random-t0-c2.jsonl', 'tp1-x', [], None)
 
 
 class FakeRun:

@@ -19,8 +19,8 @@ from ansible_collections.specdec.bench.plugins.plugin_utils.collect import Colle
 FILES = {
     'campaign.json': '{"campaign": "c", "stages": []}\n',
     'tp1-autoregressive/status.json': '{"status": "ok"}\n',
-    'tp1-autoregressive/result-c1.json': '{"output_throughput": 50.5}\n',
-    'tp1-autoregressive/raw-c1.jsonl': '{"index": 0}\n' * 100,
+    'tp1-autoregressive/result-random-t0-c1.json': '{"output_throughput": 50.5}\n',
+    'tp1-autoregressive/raw-random-t0-c1.jsonl': '{"index": 0}\n' * 100,
     'tp1-ddtree-b32-k4/status.json': '{"status": "failed", "reason": "CUDA out of memory"}\n',
 }
 
@@ -83,9 +83,9 @@ def test_a_changed_file_replaces_the_collected_one_which_is_kept_as_evidence(hos
     dest = controller(tmp_path)
     unpack(*pack(host_dir, tmp_path), str(dest), '20261202T150000Z')
     (host_dir / 'c' / 'tp1-ddtree-b32-k4' / 'status.json').write_text('{"status": "ok"}\n')
-    (host_dir / 'c' / 'tp1-ddtree-b32-k4' / 'result-c1.json').write_text('{"output_throughput": 120.0}\n')
+    (host_dir / 'c' / 'tp1-ddtree-b32-k4' / 'result-random-t0-c1.json').write_text('{"output_throughput": 120.0}\n')
     result = unpack(*pack(host_dir, tmp_path), str(dest), '20261202T150500Z')
-    assert result['superseded'] == ['tp1-ddtree-b32-k4/status.json'] and result['added'] == ['tp1-ddtree-b32-k4/result-c1.json']
+    assert result['superseded'] == ['tp1-ddtree-b32-k4/status.json'] and result['added'] == ['tp1-ddtree-b32-k4/result-random-t0-c1.json']
     evidence = dest / '.collect' / 'superseded' / '20261202T150500Z'
     assert result['superseded_dir'] == str(evidence)
     assert (evidence / 'tp1-ddtree-b32-k4' / 'status.json').read_text() == FILES['tp1-ddtree-b32-k4/status.json']
@@ -100,9 +100,9 @@ def test_a_changed_file_replaces_the_collected_one_which_is_kept_as_evidence(hos
 def test_a_file_gone_from_the_host_is_kept_on_the_controller(host_dir, tmp_path):
     dest = controller(tmp_path)
     unpack(*pack(host_dir, tmp_path), str(dest), 't1')
-    (host_dir / 'c' / 'tp1-autoregressive' / 'raw-c1.jsonl').unlink()
+    (host_dir / 'c' / 'tp1-autoregressive' / 'raw-random-t0-c1.jsonl').unlink()
     result = unpack(*pack(host_dir, tmp_path), str(dest), 't2')
-    assert result['only_on_controller'] == ['tp1-autoregressive/raw-c1.jsonl']
+    assert result['only_on_controller'] == ['tp1-autoregressive/raw-random-t0-c1.jsonl']
     assert collected(dest) == FILES
 
 
@@ -122,8 +122,8 @@ def tampered(archive, name, data):
 def test_an_archive_that_does_not_match_the_manifest_writes_nothing(host_dir, tmp_path):
     dest = controller(tmp_path)
     archive, manifest = pack(host_dir, tmp_path)
-    bad = tampered(archive, 'tp1-autoregressive/result-c1.json', b'{"output_throughput": 9999}\n')
-    with pytest.raises(CollectError, match='tp1-autoregressive/result-c1.json does not match the host'):
+    bad = tampered(archive, 'tp1-autoregressive/result-random-t0-c1.json', b'{"output_throughput": 9999}\n')
+    with pytest.raises(CollectError, match='tp1-autoregressive/result-random-t0-c1.json does not match the host'):
         unpack(bad, manifest, str(dest), 't1')
     assert not dest.exists() or collected(dest) == {}
     with pytest.raises(CollectError, match='lacks 1 file'):

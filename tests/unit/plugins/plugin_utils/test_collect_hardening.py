@@ -15,7 +15,7 @@ from ansible_collections.specdec.bench.plugins.plugin_utils.collect import Colle
 FILES = {
     'campaign.json': '{"campaign": "c", "stages": []}\n',
     'tp1-autoregressive/status.json': '{"status": "ok"}\n',
-    'tp1-autoregressive/result-c1.json': '{"output_throughput": 50.5}\n',
+    'tp1-autoregressive/result-random-t0-c1.json': '{"output_throughput": 50.5}\n',
 }
 
 
@@ -53,10 +53,10 @@ def bomb(tmp_path, size):
     """A small archive with one member of `size` zero bytes, and a manifest that says it is 10 bytes."""
     archive = str(tmp_path / 'bomb.tar.gz')
     with tarfile.open(archive, 'w:gz') as tar:
-        member = tarfile.TarInfo('tp1-autoregressive/raw-c1.jsonl')
+        member = tarfile.TarInfo('tp1-autoregressive/raw-random-t0-c1.jsonl')
         member.size = size
         tar.addfile(member, io.BytesIO(bytes(size)))
-    return archive, [{'path': 'tp1-autoregressive/raw-c1.jsonl', 'size': 10, 'sha256': hashlib.sha256(bytes(10)).hexdigest()}]
+    return archive, [{'path': 'tp1-autoregressive/raw-random-t0-c1.jsonl', 'size': 10, 'sha256': hashlib.sha256(bytes(10)).hexdigest()}]
 
 
 def test_a_member_larger_than_its_manifest_size_is_refused_before_it_is_read(tmp_path, monkeypatch):
@@ -77,7 +77,7 @@ def test_a_member_larger_than_its_manifest_size_is_refused_before_it_is_read(tmp
         return source
     monkeypatch.setattr(tarfile.TarFile, 'extractfile', counting_extractfile)
     dest = tmp_path / 'results' / 'ct200' / 'c'
-    with pytest.raises(CollectError, match=r'tp1-autoregressive/raw-c1.jsonl is 8388608 bytes in the archive; the manifest says 10'):
+    with pytest.raises(CollectError, match=r'tp1-autoregressive/raw-random-t0-c1.jsonl is 8388608 bytes in the archive; the manifest says 10'):
         unpack(archive, manifest, str(dest), 't1')
     assert sum(read) <= 10 + 1
     assert not dest.exists()
