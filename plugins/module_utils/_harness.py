@@ -17,10 +17,11 @@ Statistics follow SGLang's benchmark client (sglang.benchmark.serving, 0.5.23) s
   (final meta_info), over the completed requests that carry spec_verify_ct > 0; null when none does (an
   autoregressive server). /server_info's avg_spec_accept_length (since /flush_cache, after the warm-up) is kept
   beside it as a cross-check, and a relative disagreement above ACCEPT_DISAGREEMENT is flagged. The server's
-  figure counts only the tokens its verify steps made (SGLang 0.5.23's metrics_reporter: spec_num_accept_tokens
-  over spec_num_forward_ct), not each request's first token, which prefill makes; so it is compared with the same
-  count of the requests, (sum of completion_tokens - requests) / sum of spec_verify_ct. Compared with tau itself it
-  would be lower by about 1 / mean output length, a flag on every short run.
+  figure counts only the tokens its verify steps made (SGLang 0.5.23's internal_state._average_accept_length:
+  spec_total_num_accept_tokens over spec_total_num_forward_ct, both added per verify step), not each request's
+  first token, which prefill makes; so it is compared with the same count of the requests, (sum of
+  completion_tokens - requests) / sum of spec_verify_ct. Compared with tau itself it would be lower by about
+  1 / mean output length, a flag on every short run.
 - mean is the arithmetic mean; median and p99 are percentiles by linear interpolation between the closest ranks
   (numpy's default, which SGLang's client uses): rank = (n - 1) * q / 100.
 """
