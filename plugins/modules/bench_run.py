@@ -448,10 +448,9 @@ result:
       sample: 3.51
     accept_length_disagreement:
       description:
-        - Relative gap between the requests' and C(/server_info)'s counts, divided by C(/server_info)'s; null without both.
-        - C(/server_info) counts only the tokens of verify steps, not each request's first token (made by prefill),
-          so the requests' figure compared is C((sum of completion_tokens - requests) / sum of spec_verify_ct); RV(result.accept_length)
-          itself is higher by about one token per request.
+        - Relative gap C(|accept_length - accept_length_server_info| / accept_length_server_info); null without both.
+        - C(/server_info) counts only the tokens of verify steps, not each request's first token (made by prefill), so
+          even an exact server is lower, by about 1 / the mean output length; short runs are flagged for that alone.
       type: float
       returned: always
       sample: 0.0057
