@@ -16,12 +16,12 @@ Statistics follow SGLang's benchmark client (sglang.benchmark.serving, 0.5.23) s
 - Acceptance length (tau): the run's own requests' sum of completion_tokens over their sum of spec_verify_ct
   (final meta_info), over the completed requests that carry spec_verify_ct > 0; null when none does (an
   autoregressive server). /server_info's avg_spec_accept_length (since /flush_cache, after the warm-up) is kept
-  beside it as a cross-check: the disagreement |tau - server| / server, flagged above ACCEPT_DISAGREEMENT (the
-  shared contract). The server's figure counts only the tokens its verify steps made (SGLang 0.5.23's
-  internal_state._average_accept_length: spec_total_num_accept_tokens over spec_total_num_forward_ct, both added
-  per verify step), not each request's first token, which prefill makes: so even an exact server is lower than tau,
-  by requests / (sum of completion_tokens - requests), about 1 / mean output length; runs of fewer than about 50
-  output tokens a request are flagged for that alone.
+  beside it as a cross-check. The server's figure counts only the tokens its verify steps made (SGLang 0.5.23:
+  metrics_reporter.update_spec_metrics adds num_accept_tokens and the batch size per verify step, and
+  internal_state._average_accept_length divides their totals), not each request's first token, which prefill makes.
+  So it is compared with the same quantity over the run's requests, (sum of completion_tokens - requests) / sum of
+  spec_verify_ct: accept_length_disagreement = |that - server| / server, flagged above ACCEPT_DISAGREEMENT (2%). What
+  is left is the warm-up the server also counted, or a server that miscounts.
 - mean is the arithmetic mean; median and p99 are percentiles by linear interpolation between the closest ranks
   (numpy's default, which SGLang's client uses): rank = (n - 1) * q / 100.
 """
@@ -190,7 +190,9 @@ def accept_fields(records, server_info=None, server_accept=None):
         server_accept = server_accept_length(server_info)
     disagreement = None
     if accept is not None and server_accept:
-        disagreement = abs(accept - server_accept) / server_accept
+        # the server's own quantity: the tokens verify steps made, without each request's first (prefill) token
+        verify_made = float(sum((r.get('output_tokens') or 0) - 1 for r in counted)) / sum(_verify_steps(r) for r in counted)
+        disagreement = abs(verify_made - server_accept) / server_accept
     return dict(
         accept_length=accept, accept_length_source='requests' if accept is not None else None,
         accept_length_server_info=server_accept, accept_length_disagreement=disagreement,

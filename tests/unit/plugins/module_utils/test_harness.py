@@ -172,11 +172,14 @@ def test_builtin_accept_length_is_the_requests_with_server_info_as_cross_check_a
     row = harness.from_builtin(hand_records(), 2.0, 2, 5, 32, 5, server_info=server_info)
     assert (row['accept_length'], row['accept_length_source']) == (pytest.approx(2.4), 'requests')
     assert row['accept_length_server_info'] == 3.25
-    assert row['accept_length_disagreement'] == pytest.approx(abs(2.4 - 3.25) / 3.25) and row['accept_length_flag'] is True
-    close = harness.from_builtin(hand_records(), 2.0, 2, 5, 32, 5, server_info={'avg_spec_accept_length': 2.44})
-    assert close['accept_length_disagreement'] == pytest.approx(0.04 / 2.44) and close['accept_length_flag'] is False
-    over = harness.from_builtin(hand_records(), 2.0, 2, 5, 32, 5, server_info={'avg_spec_accept_length': 2.35})
-    assert over['accept_length_disagreement'] == pytest.approx(0.05 / 2.35) and over['accept_length_flag'] is True
+    # the server counts the tokens of verify steps only, not each request's first (prefill) token: (12 - 3) / 5
+    assert row['accept_length_disagreement'] == pytest.approx(abs(1.8 - 3.25) / 3.25) and row['accept_length_flag'] is True
+    exact = harness.from_builtin(hand_records(), 2.0, 2, 5, 32, 5, server_info={'avg_spec_accept_length': 1.8})
+    assert exact['accept_length_disagreement'] == pytest.approx(0.0) and exact['accept_length_flag'] is False
+    close = harness.from_builtin(hand_records(), 2.0, 2, 5, 32, 5, server_info={'avg_spec_accept_length': 1.83})
+    assert close['accept_length_disagreement'] == pytest.approx(0.03 / 1.83) and close['accept_length_flag'] is False
+    over = harness.from_builtin(hand_records(), 2.0, 2, 5, 32, 5, server_info={'avg_spec_accept_length': 1.75})
+    assert over['accept_length_disagreement'] == pytest.approx(0.05 / 1.75) and over['accept_length_flag'] is True
     # the old per-request spec_accept_length without spec_verify_ct is no count of verify steps: not used
     averages_only = [dict(r, spec_verify_ct=None) for r in hand_records()]
     assert harness.from_builtin(averages_only, 2.0, 2, 5, 32, 5)['accept_length'] is None

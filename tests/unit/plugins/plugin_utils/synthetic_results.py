@@ -182,7 +182,8 @@ def make_campaign(root, host, campaign, matrix, concurrency=(1, 4), num_prompts=
             tau = run_tau(method, params, dataset, temperature)
             done = [r for r in measured if r['success'] and r['spec_verify_ct']]
             # the server counts the same steps (its figure also holds the warm-up: server_bias models the gap)
-            served = sum(r['output_tokens'] for r in done) / sum(r['spec_verify_ct'] for r in done) if done else None
+            # as SGLang counts: the tokens of verify steps, without each request's first (prefill) token
+            served = sum(r['output_tokens'] - 1 for r in done) / sum(r['spec_verify_ct'] for r in done) if done else None
             info = {'internal_states': [{'avg_spec_accept_length': served * server_bias.get(sid, 1.0)}]} if served else None
             row = from_builtin(records, max(r['end_s'] for r in measured), c, num_prompts, input_len, output_len,
                                seed=1, raw_file='/root/bench_results/%s/%s/%s' % (campaign, sid, raw_name), stage=sid,
