@@ -118,7 +118,11 @@ def test_speculative_stages_accept_more_than_one_token_and_ddtree_more_with_a_la
     for tp in (1, 4, 8):
         assert tau(f"tp{tp}-autoregressive") == [None] * len(CT200_RUNS)
         assert all(value > 1 for value in tau(f"tp{tp}-dflash-n16"))
-        assert min(tau(f"tp{tp}-ddtree-b64-k4")) > max(tau(f"tp{tp}-ddtree-b32-k4"))
+        # per run: acceptance differs by prompt set (content), so budgets are compared on the same set; a short set's
+        # outputs (16 tokens) may end within the same verify steps for both budgets
+        pairs = list(zip(CT200_RUNS, tau(f"tp{tp}-ddtree-b64-k4"), tau(f"tp{tp}-ddtree-b32-k4")))
+        assert all(b64 >= b32 for _run, b64, b32 in pairs)
+        assert all(b64 > b32 for run, b64, b32 in pairs if run[0] == "random")
 
 
 def test_the_unit_kept_is_the_one_that_ran(ct200):
