@@ -23,10 +23,11 @@ description:
     being what the server generated. The harness templates the prompt itself (SGLang's C(/generate)) rather than
     sending messages to the chat endpoint so that every turn's text is the one recorded here, with its sha256.
   - The segments come from rendering the conversation with unique placeholders as the assistant's answers. For every
-    multi-turn record the concatenation is checked against the template's own rendering with a sample answer; a
-    template that renders earlier answers differently from how the model saw them after its generation prompt (for
-    example Qwen3's with C(enable_thinking=false), whose empty think block is dropped from earlier turns) is refused,
-    naming it; send that set with C(turns=first).
+    multi-turn record the concatenation is checked against the template's own rendering with a sample answer. One
+    difference is allowed and said in the notes - a generation prompt that ends in text the template leaves out of
+    earlier assistant turns (Qwen3's empty think block with C(enable_thinking=false)) stays in the earlier turns, as
+    the model saw it. A template that differs otherwise is refused, naming it and the first difference; send that set
+    with C(turns=first).
   - A C(random) entry needs no file and no template and is passed through.
   - A real set asked of a model folder without a chat template is refused before anything on the host changes.
 author:

@@ -15,10 +15,12 @@ Host prompts file (one JSON object per line, keys sorted, compact, UTF-8; named 
 <cache>/prompts/): {"id", "category", "segments": [str, ...], "turns": [str, ...]}. For turn i the harness sends
 segments[0] + answer_0 + segments[1] + ... + answer_{i-1} + segments[i]. segments[0] is the first turn rendered alone
 with the generation prompt; segments[i] is what follows assistant answer i-1 when the conversation up to user turn i
-is rendered with unique placeholders as the assistant's answers. That concatenation equals what the template renders
-for the conversation with the real answers only when the template renders an earlier answer the way the model saw it
-after its generation prompt; every multi-turn record is checked with a sample answer and a template for which it
-does not hold is refused, naming it (send `turns: first` instead).
+is rendered with unique placeholders as the assistant's answers: the conversation as the model saw it. Every
+multi-turn record is checked with a sample answer: the concatenation must equal the template's own rendering of the
+conversation, with one allowance: a template whose generation prompt ends in text that it leaves out of earlier
+assistant turns (kept_prompt(); Qwen3's empty think block with enable_thinking=false) keeps that text in the earlier
+turns, as the model saw it, and the notes say so. A template that differs otherwise is refused, naming it and the
+first difference (send `turns: first` instead).
 """
 
 from __future__ import annotations
@@ -101,6 +103,21 @@ def _first_difference(left, right):
     return at, left[max(0, at - 30):at + 40], right[max(0, at - 30):at + 40]
 
 
+def kept_prompt(template, tokens=None, kwargs=None, turn='Hello'):
+    """The end of the generation prompt that the template leaves out of an earlier assistant turn ('' for most).
+
+    The first turn's prompt with the generation prompt, against the same turn followed by an answer and a second
+    turn (an answer before the last user turn is history): what the former has after their common prefix when the
+    latter goes on with the answer there (Qwen3 with enable_thinking=false: its empty think block).
+    """
+    prompt = _render(template, _conversation([turn], []), tokens, kwargs)
+    history = chat_template.render(template, _conversation([turn, turn], [SAMPLE_ANSWER]), tokens, kwargs,
+                                   add_generation_prompt=False)
+    common = next((i for i, (a, b) in enumerate(zip(prompt, history)) if a != b), min(len(prompt), len(history)))
+    kept = prompt[common:]
+    return kept if history[common:].startswith(SAMPLE_ANSWER) else ''
+
+
 def segments(turns, template, tokens=None, kwargs=None, origin='the chat template'):
     """The segments of one conversation's user turns (see the module docstring), checked with a sample answer."""
     result = [_render(template, _conversation(turns[:1], []), tokens, kwargs)]
@@ -118,9 +135,14 @@ def segments(turns, template, tokens=None, kwargs=None, origin='the chat templat
                                 % (origin, i + 1, text.count(holder)))
         result.append(text.split(holder, 1)[1])
     sample = ['%s (%d)' % (SAMPLE_ANSWER, i + 1) for i in range(len(turns) - 1)]
+    kept = kept_prompt(template, tokens, kwargs, turns[0])
     for i in range(1, len(turns)):
         rendered = _render(template, _conversation(turns[:i + 1], sample), tokens, kwargs)
         joined = result[0] + ''.join(sample[j] + result[j + 1] for j in range(i))
+        if kept and rendered != joined:
+            # the earlier turns as the model saw them: the kept text before each earlier answer
+            for answer in sample[:i]:
+                rendered = rendered.replace(answer, kept + answer, 1)
         if rendered != joined:
             at, found, sent = _first_difference(rendered, joined)
             raise WorkloadError(
@@ -149,6 +171,10 @@ def prompts_file(normalized_path, template, tokens, kwargs, origin, label):
                                      'turns': record['turns']}, ensure_ascii=False, sort_keys=True,
                                     separators=(',', ':')))
     return ('\n'.join(lines) + '\n').encode('utf-8')
+
+
+def _turn_counts(data):
+    return [json.loads(line)['turns'] for line in data.decode('utf-8').splitlines() if line.strip()]
 
 
 def _random(entry):
@@ -206,6 +232,11 @@ def prepare_workload(entries, files=None, chat_template_kwargs=None, cache=None,
         notes.append('%s: %d prompts (%s turns) templated with %s%s' % (
             entry['name'], made['count'], made['turns'], origin,
             ' and %s' % json.dumps(kwargs, sort_keys=True) if kwargs else ''))
+        kept = kept_prompt(template, tokens, kwargs)
+        if kept and made['turns'] == 'all' and max(len(turns) for turns in _turn_counts(data)) > 1:
+            notes.append('%s: the template leaves %s of its generation prompt out of earlier assistant turns; later '
+                         'turns keep it there, as the model saw it (the chat endpoint would render them without it)'
+                         % (entry['name'], json.dumps(kept)))
         prepared = {key: made.get(key) for key in PREPARED_KEYS}
         prepared.update(normalized_sha256=made['sha256'], template_sha256=_sha256(template),
                         chat_template_kwargs=kwargs, prompts_path=path, prompts_sha256=sha256, notes=notes)

@@ -52,14 +52,33 @@ def test_a_single_turn_is_the_first_turn_with_the_generation_prompt_thinking_off
     assert parts == ['<|im_start|>user\nWhat is 2+2?<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n']
 
 
+def test_thinking_off_keeps_the_empty_think_block_in_earlier_turns_as_the_model_saw_it():
+    """Qwen3 with enable_thinking=false ends its generation prompt in an empty think block that it leaves out of
+    earlier assistant turns: later turns keep it there (what the model saw), and only that differs."""
+    template, tokens, _origin = qwen3()
+    kwargs = {'enable_thinking': False}
+    assert workload.kept_prompt(template, tokens, kwargs) == '<think>\n\n</think>\n\n'
+    assert workload.kept_prompt(template, tokens, {}) == ''
+    turns, answers = ['a', 'b', 'c'], ['one', 'two']
+    parts = workload.segments(turns, template, tokens, kwargs)
+    rendered = chat_template.render(template, [{'role': 'user', 'content': 'a'}, {'role': 'assistant', 'content': 'one'},
+                                               {'role': 'user', 'content': 'b'}, {'role': 'assistant', 'content': 'two'},
+                                               {'role': 'user', 'content': 'c'}], tokens, kwargs)
+    sent = concatenation(parts, answers, 2)
+    assert sent != rendered
+    assert sent == rendered.replace('assistant\none', 'assistant\n<think>\n\n</think>\n\none').replace(
+        'assistant\ntwo', 'assistant\n<think>\n\n</think>\n\ntwo')
+    assert all(part.endswith('<|im_start|>assistant\n<think>\n\n</think>\n\n') for part in parts)
+
+
 def test_a_template_that_renders_earlier_answers_otherwise_is_refused_naming_it():
-    """Qwen3 with enable_thinking=false puts an empty think block in the generation prompt but not in earlier turns."""
-    template, tokens, origin = qwen3()
+    template = ("{% for m in messages %}{% if m.role == 'user' %}U:{{ m.content }}\n{% else %}[{{ m.content }}]\n"
+                "{% endif %}{% endfor %}{% if add_generation_prompt %}A: {% endif %}")
     with pytest.raises(workload.WorkloadError) as error:
-        workload.segments(['a', 'b'], template, tokens, {'enable_thinking': False}, origin)
+        workload.segments(['a', 'b'], template, origin='/m/chat_template.jinja')
     message = str(error.value)
-    assert message.startswith('/models/Qwen3.6-27B/tokenizer_config.json chat_template renders an earlier answer')
-    assert 'turn 2' in message and '<think>' in message and 'turns: first' in message
+    assert message.startswith('/m/chat_template.jinja renders an earlier answer differently')
+    assert 'turn 2' in message and 'at character 4' in message and 'turns: first' in message
 
 
 def test_a_template_that_drops_the_answers_is_refused():
@@ -123,13 +142,20 @@ def test_the_template_and_its_kwargs_decide_the_prompts_file(tmp_path):
     assert first['segments'][0].endswith('<|im_start|>assistant\n<think>\n\n</think>\n\n')
 
 
-def test_multi_turn_with_an_unfit_template_is_refused_and_turns_first_is_not(tmp_path):
-    with pytest.raises(workload.WorkloadError, match=r'^demo-mt-bench: record demo-1: .*tokenizer_config.json chat_template renders'):
-        workload.prepare_workload([demo('mt-bench')], QWEN3_FILES, {'enable_thinking': False}, cache=str(tmp_path),
-                                  model_path='/m')
-    first = workload.prepare_workload([demo('mt-bench', turns='first')], QWEN3_FILES, {'enable_thinking': False},
-                                      cache=str(tmp_path), model_path='/m')[0]
-    assert all(len(json.loads(line)['segments']) == 1 for line in open(first['prompts_path'], encoding='utf-8'))
+def test_multi_turn_with_thinking_off_says_what_it_keeps_and_an_unfit_template_is_refused(tmp_path):
+    off = workload.prepare_workload([demo('mt-bench')], QWEN3_FILES, {'enable_thinking': False}, cache=str(tmp_path),
+                                    model_path='/m')[0]
+    assert off['notes'][-1] == ('demo-mt-bench: the template leaves "<think>\\n\\n</think>\\n\\n" of its generation prompt '
+                                'out of earlier assistant turns; later turns keep it there, as the model saw it (the chat '
+                                'endpoint would render them without it)')
+    single = workload.prepare_workload([demo('gsm8k'), demo('mt-bench', turns='first')], QWEN3_FILES,
+                                       {'enable_thinking': False}, cache=str(tmp_path), model_path='/m')
+    assert all(len(entry['notes']) == 1 for entry in single)
+    assert all(len(json.loads(line)['segments']) == 1 for line in open(single[1]['prompts_path'], encoding='utf-8'))
+    files = {'chat_template.jinja': "{% for m in messages %}{% if m.role == 'user' %}U:{{ m.content }}\n{% else %}"
+                                    "[{{ m.content }}]\n{% endif %}{% endfor %}{% if add_generation_prompt %}A: {% endif %}"}
+    with pytest.raises(workload.WorkloadError, match=r'^demo-mt-bench: record demo-1: /m/chat_template.jinja renders'):
+        workload.prepare_workload([demo('mt-bench')], files, cache=str(tmp_path), model_path='/m')
 
 
 def test_a_real_set_without_a_template_is_refused_and_random_needs_none(tmp_path):
