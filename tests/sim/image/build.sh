@@ -34,7 +34,7 @@ while IFS= read -r -d '' f; do sim_inputs+=("$f"); done < <(
 sim_inputs+=("$sim/trainer/sim_trainer.py")
 # the SGLang build profiles and option lists the emulator's parser is made from
 builds=$repo/plugins/plugin_utils/sglang_builds
-sim_inputs+=("$repo/plugins/plugin_utils/sglang_build.py" "$builds/builds.yml")
+sim_inputs+=("$repo/plugins/plugin_utils/sglang_build.py" "$repo/plugins/module_utils/_common.py" "$builds/builds.yml")
 while IFS= read -r -d '' f; do sim_inputs+=("$f"); done < <(find "$builds" -name '*.options.json' -print0 | sort -z)
 sim_hash=$( { echo "$base_hash"; for f in "${sim_inputs[@]}"; do
   printf '%s %s %s\n' "${f#"$repo"/}" "$(stat -c %a "$f")" "$(sha256sum < "$f" | cut -c1-64)"; done; } | sha256sum | cut -c1-16)
@@ -75,11 +75,13 @@ if ! podman image exists "$sim_ref"; then
   context=$(mktemp -d /var/tmp/specdec-sim-context.XXXXXX)
   trap 'rm -rf "$context"' EXIT
   cp -a "$sim/nvidia_smi" "$sim/layouts" "$sim/sglang_emulator" "$sim/image" "$sim/trainer" "$context/"
-  "${PYTHON:-$repo/.venv/bin/python}" -c 'import importlib.util, sys
-spec = importlib.util.spec_from_file_location("sglang_build", sys.argv[1])
-module = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(module)
-module.write_option_lists(sys.argv[2])' "$repo/plugins/plugin_utils/sglang_build.py" "$context/sglang_builds"
+  # sglang_build imports the collection (module_utils/_common): the checkout as ansible_collections/specdec/bench
+  mkdir -p "$context/collections/ansible_collections/specdec"
+  ln -s "$repo" "$context/collections/ansible_collections/specdec/bench"
+  PYTHONPATH="$context/collections" "${PYTHON:-$repo/.venv/bin/python}" -c 'import sys
+from ansible_collections.specdec.bench.plugins.plugin_utils.sglang_build import write_option_lists
+write_option_lists(sys.argv[1])' "$context/sglang_builds"
+  rm -rf "$context/collections"
   podman build --quiet --pull=never --build-arg "BASE=$base_ref" -f "$here/Containerfile" -t "$sim_ref" "$context" >/dev/null
   rm -rf "$context"
   trap - EXIT
