@@ -61,10 +61,14 @@ def _number(value, fmt):
 
 
 def headline_text(headline):
-    """' | c<concurrency> <tok/s> tok/s[ tau <accept length>]' for each concurrency of a stage's headline."""
+    """' | [<dataset> T<temperature> ]c<concurrency> <tok/s> tok/s[ tau <accept length>]' for each harness run of a
+    stage's headline (the dataset and temperature where the run names them)."""
     parts = []
     for run in headline or []:
-        part = ' | c%s %s tok/s' % (run.get('concurrency'), _number(run.get('output_throughput'), '%.1f'))
+        where = ''
+        if run.get('dataset') is not None:
+            where = '%s T%s ' % (run['dataset'], _number(run.get('temperature'), '%g'))
+        part = ' | %sc%s %s tok/s' % (where, run.get('concurrency'), _number(run.get('output_throughput'), '%.1f'))
         if run.get('accept_length') is not None:
             part += ' tau %.2f' % run['accept_length']
         parts.append(part)

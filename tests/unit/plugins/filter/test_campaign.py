@@ -125,3 +125,11 @@ def test_plan_lines_show_the_workload_once():
         'coding,math_reasoning, first turns, max 128 new tokens), random (16 prompts, 512 in / 128 out); '
         'temperature 0, 0.7; top_p 1.0, top_k -1; ignores EOS; chat template kwargs {"enable_thinking": false}')
     assert len(lines) == len(PLAN) + 2 and lines[2].startswith('stage 1/3 ')
+
+
+def test_stage_progress_line_names_each_runs_dataset_and_temperature():
+    ok = {'stage': 'tp1-dflash-n16', 'status': 'ok', 'headline': [
+        {'dataset': 'gsm8k', 'temperature': 0.0, 'concurrency': 1, 'output_throughput': 41.24, 'accept_length': 3.456},
+        {'dataset': 'mt-bench', 'temperature': 0.7, 'concurrency': 4, 'output_throughput': None, 'accept_length': None}]}
+    assert stage_progress_line(ok) == (
+        'tp1-dflash-n16: ok | gsm8k T0 c1 41.2 tok/s tau 3.46 | mt-bench T0.7 c4 - tok/s')
