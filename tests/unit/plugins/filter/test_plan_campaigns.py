@@ -48,15 +48,15 @@ def stages_of(host, spec):
     return campaign_plan(host_facts(host), spec, build=BUILDS[host], model_bytes=55 * 10 ** 9)
 
 
-EXAMPLES = example_specs()
+CAMPAIGN_SPECS = example_specs()
 
 
 def test_every_example_file_is_found():
-    assert sorted(set((name, host) for name, host, _spec in EXAMPLES)) == [
+    assert sorted(set((name, host) for name, host, _spec in CAMPAIGN_SPECS)) == [
         ('a100box.yml', 'a100box'), ('ct200.yml', 'ct200'), ('sim.yml', 'a100box'), ('sim.yml', 'ct200')]
 
 
-@pytest.mark.parametrize('name, host, spec', EXAMPLES, ids=['%s:%s' % (name, host) for name, host, _spec in EXAMPLES])
+@pytest.mark.parametrize('name, host, spec', CAMPAIGN_SPECS, ids=['%s:%s' % (name, host) for name, host, _spec in CAMPAIGN_SPECS])
 def test_every_example_plans_on_its_host_and_every_stage_carries_the_workload(name, host, spec):
     stages = stages_of(host, spec)
     assert stages and any(stage['feasible'] for stage in stages)
@@ -68,7 +68,7 @@ def test_every_example_plans_on_its_host_and_every_stage_carries_the_workload(na
 
 @pytest.mark.parametrize('name', ['ct200.yml', 'a100box.yml'])
 def test_the_lab_campaigns_measure_the_references_sets_at_t0(name):
-    (host, spec), = [(host, spec) for file_name, host, spec in EXAMPLES if file_name == name]
+    (host, spec), = [(host, spec) for file_name, host, spec in CAMPAIGN_SPECS if file_name == name]
     workload = stages_of(host, spec)[0]['workload']
     assert [(entry['name'], entry['kind']) for entry in workload['datasets']] == [(s, 'builtin') for s in REAL_SETS]
     assert all(entry['max_new_tokens'] == datasets.DEFAULT_MAX_NEW_TOKENS and entry['turns'] == 'all'
@@ -76,8 +76,8 @@ def test_the_lab_campaigns_measure_the_references_sets_at_t0(name):
 
 
 def demo_entries():
-    (ct200,) = [spec for name, host, spec in EXAMPLES if (name, host) == ('sim.yml', 'ct200')]
-    (a100box,) = [spec for name, host, spec in EXAMPLES if (name, host) == ('sim.yml', 'a100box')]
+    (ct200,) = [spec for name, host, spec in CAMPAIGN_SPECS if (name, host) == ('sim.yml', 'ct200')]
+    (a100box,) = [spec for name, host, spec in CAMPAIGN_SPECS if (name, host) == ('sim.yml', 'a100box')]
     assert stages_of('ct200', ct200)[0]['workload'] == stages_of('a100box', a100box)[0]['workload']
     return stages_of('ct200', ct200)[0]['workload']['datasets']
 
