@@ -697,6 +697,20 @@ def test_bad_requests_get_400(dflash):
     assert dflash.status("/no_such_route") == 404
 
 
+@pytest.mark.parametrize("params, message", [
+    ({"top_p": 0.0}, "top_p must be in (0, 1]"),
+    ({"top_p": 1.5}, "top_p must be in (0, 1]"),
+    ({"top_k": 0}, "top_k must be -1 (disable) or at least 1"),
+    ({"top_k": -2}, "top_k must be -1 (disable) or at least 1"),
+    ({"temperature": -0.5}, "temperature must be a non-negative finite number"),
+])
+def test_sampling_params_are_verified_as_sglang_does(dflash, params, message):
+    status, raw = dflash.post("/generate", {"input_ids": [1] * 10, "sampling_params": dict(max_new_tokens=4, **params)})
+    assert status == 400 and message in json.loads(raw)["error"]["message"]
+    ok = {"input_ids": [1] * 10, "sampling_params": {"max_new_tokens": 4, "top_p": 1.0, "top_k": -1, "temperature": 0}}
+    assert dflash.post("/generate", ok)[0] == 200
+
+
 def test_autoregressive_server_reports_no_accept_length(emulator):
     emu = emulator(["--decode-log-interval", "1"])
     emu.wait_ready()

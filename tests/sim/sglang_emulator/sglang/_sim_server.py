@@ -608,6 +608,19 @@ def _number(value, default: float, name: str) -> float:
     return float(value)
 
 
+def _verify_sampling(temperature: float, top_p: float, top_k) -> None:
+    """SamplingParams.verify's checks and messages (sglang/srt/sampling/sampling_params.py, 0.5.23, lines 252-266;
+    top_k -1 is normalized to the whole vocabulary first, line 249)."""
+    if not math.isfinite(temperature) or temperature < 0.0:
+        raise BadRequest("temperature must be a non-negative finite number, got %s." % temperature)
+    if not 0.0 < top_p <= 1.0:
+        raise BadRequest("top_p must be in (0, 1], got %s." % top_p)
+    if isinstance(top_k, bool) or not isinstance(top_k, int):
+        raise BadRequest("top_k must be an integer.")
+    if top_k != -1 and top_k < 1:
+        raise BadRequest("top_k must be -1 (disable) or at least 1, got %s." % top_k)
+
+
 def _flag(value, name: str) -> bool:
     if value is None:
         return False
@@ -954,6 +967,7 @@ class Handler(BaseHTTPRequestHandler):
             max_tokens.append(DEFAULT_MAX_NEW_TOKENS if value is None else int(value))
             # SamplingParams' defaults (sglang/srt/sampling/sampling_params.py): temperature 1.0, ignore_eos False
             temperature = _number(p.get("temperature"), 1.0, "temperature")
+            _verify_sampling(temperature, _number(p.get("top_p"), 1.0, "top_p"), p.get("top_k", -1))
             plans.append(self.sim.plan(prompt, temperature, _flag(p.get("ignore_eos"), "ignore_eos")))
             # greedy decoding ignores the seed; sampling follows sampling_seed when one is given
             sampling_seed = p.get("sampling_seed") if temperature > 0 else None
