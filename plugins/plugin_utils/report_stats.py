@@ -1,0 +1,120 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, specdec.bench developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The campaign report's statistics over repeated runs, with numpy and scipy (controller side).
+
+- summary: mean, sample standard deviation (ddof=1), the Student t confidence interval of the mean (n-1 degrees of
+  freedom) and the coefficient of variation (sd / mean) of one cell's repeats.
+- fieller: Fieller's confidence interval for the ratio of the means of two independent samples (a speedup: a
+  method's mean throughput over the baseline's). The ratio r is in the interval when the mean difference
+  x - r*y is within t * its standard error, sqrt(vx + r^2 vy) (vx = sx^2/nx, vy = sy^2/ny); the bounds are the roots
+  of (y^2 - t^2 vy) r^2 - 2 x y r + (x^2 - t^2 vx) = 0. t has the Welch-Satterthwaite degrees of freedom of
+  x - r*y at the estimated ratio. The interval is bounded only when the denominator's mean is significantly
+  non-zero (y^2 > t^2 vy); otherwise it is unbounded and reported as None.
+- welch: Welch's unequal-variance t-test of two samples (scipy.stats.ttest_ind(equal_var=False)).
+
+Every function returns None (or None fields) where the statistic is undefined: fewer than 2 values, an unbounded
+interval, a zero mean for a CV. Numbers are plain Python floats (JSON-ready).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy import stats
+
+CONFIDENCE = 0.95
+
+
+def _floats(values):
+    return np.asarray([float(value) for value in values], dtype=float)
+
+
+def _number(value):
+    """A float, or None for NaN and infinities (what strict JSON cannot hold)."""
+    value = float(value)
+    return value if math.isfinite(value) else None
+
+
+def t_quantile(df, confidence=CONFIDENCE):
+    """The two-sided Student t critical value for confidence with df degrees of freedom."""
+    return float(stats.t.ppf(0.5 + confidence / 2.0, df))
+
+
+def summary(values, confidence=CONFIDENCE):
+    """{'n', 'mean', 'sd', 'ci_low', 'ci_high', 'cv'} of values: the mean, the sample sd (ddof=1), the Student t
+    interval of the mean (n-1 degrees of freedom) and sd / mean. n < 2: sd, interval and cv are None (n = 0: all)."""
+    data = _floats(values)
+    out = {'n': int(data.size), 'mean': None, 'sd': None, 'ci_low': None, 'ci_high': None, 'cv': None}
+    if data.size == 0:
+        return out
+    mean = float(data.mean())
+    out['mean'] = mean
+    if data.size < 2:
+        return out
+    sd = float(data.std(ddof=1))
+    half = t_quantile(data.size - 1, confidence) * sd / math.sqrt(data.size)
+    out.update(sd=sd, ci_low=mean - half, ci_high=mean + half, cv=sd / abs(mean) if mean else None)
+    return out
+
+
+def fieller(num_values, den_values, confidence=CONFIDENCE):
+    """{'ratio', 'low', 'high', 'df'}: mean(num) / mean(den) and Fieller's interval of it (see the module docstring).
+
+    None when either side has fewer than 2 values or the denominator's mean is 0; low and high are None when the
+    interval is unbounded (the denominator's mean is not significantly different from 0). Zero variance on both
+    sides gives the ratio itself as both bounds.
+    """
+    num, den = _floats(num_values), _floats(den_values)
+    if num.size < 2 or den.size < 2:
+        return None
+    x, y = float(num.mean()), float(den.mean())
+    if y == 0:
+        return None
+    ratio = x / y
+    vx, vy = float(num.var(ddof=1)) / num.size, float(den.var(ddof=1)) / den.size
+    out = {'ratio': ratio, 'low': None, 'high': None, 'df': None}
+    spread = vx + ratio * ratio * vy
+    if spread == 0:
+        out.update(low=ratio, high=ratio)
+        return out
+    df = spread * spread / (vx * vx / (num.size - 1) + (ratio * ratio * vy) ** 2 / (den.size - 1))
+    t = t_quantile(df, confidence)
+    a = y * y - t * t * vy
+    if a <= 0:
+        out['df'] = df
+        return out
+    b, c = x * y, x * x - t * t * vx
+    root = math.sqrt(max(b * b - a * c, 0.0))
+    out.update(low=(b - root) / a, high=(b + root) / a, df=df)
+    return out
+
+
+def welch(a_values, b_values):
+    """{'t', 'df', 'p'} of Welch's t-test of two samples (scipy.stats.ttest_ind, equal_var=False); None when a side
+    has fewer than 2 values. t and p are None when both sides have zero variance (undefined)."""
+    a, b = _floats(a_values), _floats(b_values)
+    if a.size < 2 or b.size < 2:
+        return None
+    va, vb = float(a.var(ddof=1)) / a.size, float(b.var(ddof=1)) / b.size
+    if va + vb == 0:
+        return {'t': None, 'df': None, 'p': None}
+    result = stats.ttest_ind(a, b, equal_var=False)
+    df = (va + vb) ** 2 / (va * va / (a.size - 1) + vb * vb / (b.size - 1))
+    return {'t': _number(result.statistic), 'df': df, 'p': _number(result.pvalue)}
+
+
+def excludes(low, high, value=1.0):
+    """True when the interval [low, high] excludes value, False when it contains it, None without an interval."""
+    if low is None or high is None:
+        return None
+    return not low <= value <= high
+
+
+def overlap(first, second):
+    """True when the intervals (low, high) overlap, False when they do not, None when either is missing."""
+    if None in (first[0], first[1], second[0], second[1]):
+        return None
+    return first[0] <= second[1] and second[0] <= first[1]
