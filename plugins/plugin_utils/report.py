@@ -8,8 +8,9 @@ Controller side, the entry point of the specdec.bench.report action: generate. T
 - report_read: the collected folders (<results>/<host>/<campaign>/, laid out as module_utils/_common.py
   RESULTS_LAYOUT names it; result files found by the layout's pattern), each file checked against the schema of its
   kind (a bad one is skipped and listed);
-- report_rows: rows (per host, stage, dataset, temperature and concurrency), speedups over the baseline, the datasets,
-  the best settings, the comparison of two campaigns;
+- report_rows: rows (per host, stage, dataset, temperature and concurrency, aggregated over the repeats with
+  report_stats' intervals), each repeat's row, the per-category rows, speedups over the baseline, the datasets, the
+  best settings, the comparison of two campaigns;
 - report_render (CSV, JSON, Markdown, LaTeX) and report_plots (PNG), all in memory;
 - here: write_set, the only writer, which writes the files as a set and rewrites a file only when its content
   changed, so a second run with the same results changes nothing.
@@ -26,7 +27,8 @@ from ansible_collections.specdec.bench.plugins.plugin_utils.report_plots import 
 from ansible_collections.specdec.bench.plugins.plugin_utils.report_read import MEASURED, find_hosts, read_host
 from ansible_collections.specdec.bench.plugins.plugin_utils.report_render import (
     named_runs, render_comparison_markdown, render_csv, render_json, render_latex, render_markdown)
-from ansible_collections.specdec.bench.plugins.plugin_utils.report_rows import BASELINE_METHOD, COMPARE_KEYS, build_report, compare_rows
+from ansible_collections.specdec.bench.plugins.plugin_utils.report_rows import (
+    BASELINE_METHOD, CATEGORY_KEYS, COMPARE_KEYS, DEFAULT_NOISY_CV, REPEAT_KEYS, build_report, compare_rows)
 
 # The files of the layout that the report reads.
 LAYOUT_KEYS = ('campaign', 'status', 'result', 'server_info', 'gpus')
@@ -82,15 +84,24 @@ def write_set(folder, outputs):
     return changed
 
 
+def check_noisy_cv(value):
+    """The noisy threshold: a coefficient of variation, a number in (0, 1]."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1:
+        raise ReportError('noisy_cv is %r; allowed: a coefficient of variation, a number above 0 and at most 1 (0.05: 5%%)' % (value,))
+    return float(value)
+
+
 def generate(results_root, campaign, output_dir, layout=None, hosts=None, compare_to=None, baseline_method=BASELINE_METHOD,
-             plots=True):
+             plots=True, noisy_cv=DEFAULT_NOISY_CV):
     """Read, build and write the report. Returns {'files': {name: path}, 'changed': [names], 'report': report,
     'plots_skipped': reason or None, 'lines': summary lines, 'skipped_files': [{'path', 'reason'}] of this campaign
     and of compare_to, paths relative to results_root}. The files are written as a set (write_set).
 
-    layout: the file names of the results folders, RESULTS_LAYOUT when None.
+    layout: the file names of the results folders, RESULTS_LAYOUT when None. noisy_cv: the coefficient of variation
+    over the repeats above which a row is marked noisy.
     """
     check_id('campaign', campaign)
+    noisy_cv = check_noisy_cv(noisy_cv)
     if compare_to is not None:
         check_id('compare_to', compare_to)
     layout = check_layout(RESULTS_LAYOUT if layout is None else layout)
@@ -101,7 +112,7 @@ def generate(results_root, campaign, output_dir, layout=None, hosts=None, compar
         hosts = find_hosts(results_root, campaign)
         if not hosts:
             raise ReportError('results_dir %s holds no host with campaign %s; allowed: a campaign collected there' % (results_root, campaign))
-    report = build_report([read_host(results_root, host, campaign, layout) for host in hosts], campaign, baseline_method)
+    report = build_report([read_host(results_root, host, campaign, layout) for host in hosts], campaign, baseline_method, noisy_cv)
     # Everything is made in memory first and written as a set at the end: a failure on the way writes nothing.
     outputs, files = {}, {}
 
@@ -122,15 +133,18 @@ def generate(results_root, campaign, output_dir, layout=None, hosts=None, compar
     else:
         plots_skipped = 'plots=false'
     write('results.csv', render_csv(report['rows']))
+    write('results-repeats.csv', render_csv(report['repeats'], REPEAT_KEYS))
+    write('results-categories.csv', render_csv(report['categories'], CATEGORY_KEYS))
     write('results.json', render_json(report))
     write('report.md', render_markdown(report, plot_files))
     write('report.tex', render_latex(report))
     skipped = list(report['skipped_files'])
     if compare_to is not None:
         before_hosts = chosen if chosen is not None else find_hosts(results_root, compare_to)
-        before = build_report([read_host(results_root, host, compare_to, layout) for host in before_hosts], compare_to, baseline_method)
+        before = build_report([read_host(results_root, host, compare_to, layout) for host in before_hosts], compare_to,
+                              baseline_method, noisy_cv)
         skipped += before['skipped_files']
-        rows = compare_rows(report['rows'], before['rows'])
+        rows = compare_rows(report['rows'], before['rows'], report['repeats'], before['repeats'])
         write('compare-%s.csv' % compare_to, render_csv(rows, COMPARE_KEYS))
         write('compare-%s.md' % compare_to, render_comparison_markdown(campaign, compare_to, rows, skipped))
     if cache is not None:

@@ -10,9 +10,14 @@ file that is unreadable, not JSON or not of its kind is skipped as if it were ab
 reason (skipped_files in the report, report.md, results.json and the action's return).
 
 Result files are found by listing each stage folder against the layout's result pattern ({dataset}, {temperature},
-{concurrency}); a run is keyed (dataset, temperature, concurrency). A folder written before datasets existed holds
-LEGACY_RESULT files (result-c<N>.json): those read as dataset 'random' at temperature 0, so old campaigns still
-report and compare.
+{concurrency}, {repeat}); a run is keyed (dataset, temperature, concurrency) and holds one result per repeat (from 1).
+A folder written before repeats holds PREVIOUS_RESULT files (result-<dataset>-t<T>-c<N>.json), and one written
+before datasets LEGACY_RESULT files (result-c<N>.json, dataset 'random' at temperature 0): each reads as repeat 1, so
+old campaigns still report and compare.
+
+The raw per-request records of a run (the layout's raw file beside each result) are read only for a dataset whose
+prepared entry names two or more categories (Spec-Bench's): the report's per-category rows come from them. A raw
+file with a line that is not a request record is skipped like any other file.
 """
 
 from __future__ import annotations
@@ -49,6 +54,10 @@ RANDOM = 'random'
 DEFAULT_TEMPERATURE = 0.0
 # The result file name before datasets and temperatures (0.4): such a run is (RANDOM, DEFAULT_TEMPERATURE).
 LEGACY_RESULT = 'result-c{concurrency}.json'
+# The result file name before repeats (issue 16): such a file is repeat 1 of its run.
+PREVIOUS_RESULT = 'result-{dataset}-t{temperature}-c{concurrency}.json'
+# The raw file beside a result of each earlier layout.
+EARLIER_RAW = {PREVIOUS_RESULT: 'raw-{dataset}-t{temperature}-c{concurrency}.jsonl', LEGACY_RESULT: 'raw-c{concurrency}.jsonl'}
 
 
 def _what(value):
@@ -251,6 +260,22 @@ def check_gpus(doc):
     return 'nvidia_driver.%s' % reason if reason else None
 
 
+def check_raw_record(doc):
+    """One line of a raw file, a request record as the builtin harness writes it; only the keys the report reads."""
+    reason = _check_object(doc)
+    if reason:
+        return reason
+    for key in ('warmup', 'success'):
+        if doc.get(key) is not None and not isinstance(doc[key], bool):
+            return _bad(key, doc[key], 'true or false')
+    for key in ('output_tokens', 'completion_tokens', 'spec_verify_ct'):
+        if doc.get(key) is not None and not _is_count(doc[key]):
+            return _bad(key, doc[key], 'a count (an integer, 0 or more) or null')
+    if doc.get('latency_s') is not None and not _is_finite(doc['latency_s']):
+        return _bad('latency_s', doc['latency_s'], 'a finite number or null')
+    return _optional_str(doc, 'category')
+
+
 # The schema of each file of the results layout (module_utils/_common.py RESULTS_LAYOUT), by its layout key.
 SCHEMAS = {'campaign': check_plan, 'status': check_status, 'result': check_result, 'server_info': check_server_info,
            'gpus': check_gpus}
@@ -281,6 +306,29 @@ class _Reader:
             return self._skip(path, reason)
         return doc
 
+    def read_records(self, path):
+        """The records of a raw file (JSON lines), each a request record; None when absent or skipped."""
+        try:
+            with open(path, 'rb') as handle:
+                lines = handle.read().splitlines()
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            return self._skip(path, 'unreadable: %s' % (exc.strerror or exc))
+        records = []
+        for number, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except ValueError as exc:
+                return self._skip(path, 'line %d is not valid JSON: %s' % (number, exc))
+            reason = check_raw_record(record)
+            if reason:
+                return self._skip(path, 'line %d: %s' % (number, reason))
+            records.append(record)
+        return records
+
     def _skip(self, path, reason):
         self.skipped.append({'path': os.path.relpath(path, self.results_root).replace(os.sep, '/'), 'reason': reason})
         return None
@@ -296,7 +344,7 @@ class _Reader:
 
 # What each field of a result file name matches: a dataset is an id, a temperature as temperature_tag writes it.
 _NAME_FIELDS = {'dataset': '(?P<dataset>%s)' % ID_PATTERN, 'temperature': '(?P<temperature>[0-9][0-9.e+-]*)',
-                'concurrency': '(?P<concurrency>[0-9]+)'}
+                'concurrency': '(?P<concurrency>[0-9]+)', 'repeat': '(?P<repeat>[0-9]+)'}
 
 
 def result_name_regex(pattern):
@@ -318,19 +366,36 @@ def run_key(match):
     return (fields.get('dataset') or RANDOM, temperature, int(fields['concurrency']))
 
 
-def find_results(names, layout):
-    """{(dataset, temperature, concurrency): file name} of the result files among names: the layout's, and the
-    legacy ones (LEGACY_RESULT) where the layout has another; the layout's file wins a key both name."""
+def _patterns(layout):
+    """The result name patterns a stage folder may hold, the layout's first, each with its raw file's pattern."""
+    patterns = [(layout['result'], layout.get('raw'))]
+    for pattern in (PREVIOUS_RESULT, LEGACY_RESULT):
+        if pattern != layout['result']:
+            patterns.append((pattern, EARLIER_RAW[pattern]))
+    return patterns
+
+
+def find_runs(names, layout):
+    """{(dataset, temperature, concurrency): {repeat: (result file name, raw file name or None)}} among names: the
+    layout's result files, and those of the earlier layouts (PREVIOUS_RESULT, LEGACY_RESULT, each repeat 1); the
+    layout's file wins a repeat that two name. A repeat 0 is no repeat (they count from 1)."""
     found = {}
-    patterns = [layout['result']] + ([LEGACY_RESULT] if layout['result'] != LEGACY_RESULT else [])
-    for pattern in reversed(patterns):
+    for pattern, raw_pattern in reversed(_patterns(layout)):
         regex = result_name_regex(pattern)
         for name in sorted(names):
             match = regex.match(name)
             key = run_key(match) if match else None
-            if key is not None:
-                found[key] = name
+            repeat = int(match.group('repeat')) if key is not None and 'repeat' in regex.groupindex else 1
+            if key is None or repeat < 1:
+                continue
+            raw = raw_pattern.format(**match.groupdict()) if raw_pattern else None
+            found.setdefault(key, {})[repeat] = (name, raw)
     return found
+
+
+def find_results(names, layout):
+    """{(dataset, temperature, concurrency): {repeat: result file name}} of the result files among names (find_runs)."""
+    return {run: {repeat: files[0] for repeat, files in repeats.items()} for run, repeats in find_runs(names, layout).items()}
 
 
 def planned_runs(stage):
@@ -346,6 +411,17 @@ def planned_runs(stage):
             for concurrency in stage.get('concurrency') or []]
 
 
+def categorized(entry):
+    """The names of the datasets of a stage whose prepared entry (status.json's, else the plan's) names two or more
+    categories: their raw records are read for the per-category rows."""
+    names = set()
+    items = list((entry['status'] or {}).get('datasets') or []) + list((entry['stage'].get('workload') or {}).get('datasets') or [])
+    for item in items:
+        if isinstance(item.get('categories'), dict) and len(item['categories']) >= 2:
+            names.add(item['name'])
+    return names
+
+
 def _stage_from_id(stage_id, campaign):
     """A stage that campaign.json does not list (a folder from elsewhere): what its id tells."""
     match = re.match(r'^tp([0-9]+)-([a-z0-9.]+)', stage_id)
@@ -357,12 +433,14 @@ def read_host(results_root, host, campaign, layout=None):
     """What was collected for one host and campaign: the plan and every stage's status, results and snapshots.
 
     layout: the file names of the results folder, RESULTS_LAYOUT when None.
-    Returns {'host', 'campaign', 'found', 'plan', 'stages': [{'stage': plan entry, 'status', 'results': {run: row},
-    'server_info', 'gpus', 'skipped': {'status': reason, 'results': {run: reason}}}], 'skipped_files': [{'path',
-    'reason'}]} in plan order, a run being (dataset, temperature, concurrency); stage folders that the plan does not
-    list follow, sorted. A stage's runs are those its plan names (planned_runs) and those it has result files of. A
-    file that is not of its schema is skipped (None, as if absent) and listed in skipped_files with its path relative
-    to results_root.
+    Returns {'host', 'campaign', 'found', 'plan', 'stages': [{'stage': plan entry, 'status', 'results': {run:
+    {repeat: result}}, 'raw': {run: {repeat: [record, ...]}}, 'server_info', 'gpus', 'skipped': {'status': reason,
+    'results': {run: reason}}}], 'skipped_files': [{'path', 'reason'}]} in plan order, a run being (dataset,
+    temperature, concurrency) and a repeat its number (1 for a file of an earlier layout); stage folders that the
+    plan does not list follow, sorted. A stage's runs are those its plan names (planned_runs) and those it has result
+    files of. 'raw' holds the records of the runs of categorized() datasets only. A file that is not of its schema is
+    skipped (None, as if absent) and listed in skipped_files with its path relative to results_root; a run's skipped
+    reason is its first skipped repeat's.
     """
     layout = layout or RESULTS_LAYOUT
     folder = os.path.join(results_root, host, campaign)
@@ -379,7 +457,7 @@ def read_host(results_root, host, campaign, layout=None):
                    if name not in names and not name.startswith('.') and os.path.isdir(os.path.join(folder, name)))
     for stage in planned + [_stage_from_id(name, campaign) for name in extra]:
         stage_dir = os.path.join(folder, stage['id'])
-        entry = {'stage': stage, 'status': None, 'results': {}, 'server_info': None, 'gpus': None,
+        entry = {'stage': stage, 'status': None, 'results': {}, 'raw': {}, 'server_info': None, 'gpus': None,
                  'skipped': {'status': None, 'results': {}}}
         data['stages'].append(entry)
         if not os.path.isdir(stage_dir):
@@ -388,15 +466,28 @@ def read_host(results_root, host, campaign, layout=None):
         entry['status'] = reader.read(status_path, 'status')
         entry['skipped']['status'] = reader.reason(status_path)
         if entry['status'] is not None and entry['status']['status'] == MEASURED:
-            files = find_results(os.listdir(stage_dir), layout)
-            for run in sorted(files):
-                result_path = os.path.join(stage_dir, files[run])
-                entry['results'][run] = reader.read(result_path, 'result')
-                if reader.reason(result_path):
-                    entry['skipped']['results'][run] = reader.reason(result_path)
+            _read_runs(reader, stage_dir, layout, entry)
             entry['server_info'] = reader.read(os.path.join(stage_dir, layout['server_info']), 'server_info')
         entry['gpus'] = reader.read(os.path.join(stage_dir, layout['gpus']), 'gpus')
     return data
+
+
+def _read_runs(reader, stage_dir, layout, entry):
+    """Fill a measured stage's results, raw records and skipped results from its folder."""
+    files = find_runs(os.listdir(stage_dir), layout)
+    wanted = categorized(entry)
+    for run in sorted(files):
+        results = entry['results'][run] = {}
+        for repeat in sorted(files[run]):
+            name, raw = files[run][repeat]
+            result_path = os.path.join(stage_dir, name)
+            results[repeat] = reader.read(result_path, 'result')
+            if reader.reason(result_path) and run not in entry['skipped']['results']:
+                entry['skipped']['results'][run] = reader.reason(result_path)
+            if run[0] in wanted and raw and results[repeat] is not None:
+                records = reader.read_records(os.path.join(stage_dir, raw))
+                if records is not None:
+                    entry['raw'].setdefault(run, {})[repeat] = records
 
 
 def find_hosts(results_root, campaign):

@@ -13,26 +13,52 @@ Pure functions of what report_read.read_host returns. Definitions (as in the DFl
   figure is the cross-check, flagged beyond 2%. A result from before per-request acceptance carries the server's
   figure (source 'server_info'). Autoregressive decoding reports none (it is 1 by definition).
 - a run is (dataset, temperature, concurrency); a result without them is ('random', 0), so old campaigns compare.
+- repeats (issue 16): a row aggregates its run's measured repeats (the complete results; else whatever results it has,
+  for its status). STAT_METRICS are the mean over the repeats with their sample sd, 95% Student t interval and CV
+  (report_stats.summary; null for one repeat); the other numbers are means, the counts sums. The speedup is the
+  ratio of the two mean throughputs with Fieller's 95% interval (report_stats.fieller; null with one repeat a side
+  or when unbounded); significant when the interval excludes 1.0. A row is noisy when the CV of its throughput (or of
+  its tau) exceeds noisy_cv. results-repeats.csv holds each repeat's own numbers (REPEAT_KEYS).
+- categories: per category of a dataset's prompts (the raw records of a categorized dataset), tau (sum of completion
+  tokens / sum of verify steps) and decode throughput (sum of output tokens / sum of request latency) per repeat,
+  then their statistics; the speedup is the decode throughput over the baseline's in the same category.
 """
 
 from __future__ import annotations
 
+import math
+
 from ansible_collections.specdec.bench.plugins.module_utils._common import finite
 from ansible_collections.specdec.bench.plugins.plugin_utils.report_read import (
     DEFAULT_TEMPERATURE, MEASURED, RANDOM, RESULT_COUNTS, RESULT_FLAGS, RESULT_NUMBERS, RESULT_TEXTS, RESULT_WORKLOAD, planned_runs)
+from ansible_collections.specdec.bench.plugins.plugin_utils.report_stats import excludes, fieller, overlap, summary, welch
 
 BASELINE_METHOD = 'autoregressive'
 # Methods and parameters as a reader of the papers knows them; anything else is shown as it is named.
 METHOD_NAMES = {'autoregressive': 'AR', 'dflash': 'DFlash', 'ddtree': 'DDTree'}
 PARAM_NAMES = {'budget': 'B', 'topk': 'k', 'num_draft_tokens': 'n'}
+# The measures whose spread over the repeats a row gives (STAT_SUFFIXES after each), and the noisy threshold.
+STAT_METRICS = ('output_throughput', 'median_ttft_ms', 'median_itl_ms', 'accept_length')
+STAT_SUFFIXES = ('sd', 'ci_low', 'ci_high', 'cv')
+DEFAULT_NOISY_CV = 0.05
+CI_METHOD = 'fieller'
+SPEEDUP_KEYS = ('speedup', 'speedup_ci_low', 'speedup_ci_high', 'speedup_ci_method', 'speedup_significant')
+
+
+def _stats(metric):
+    return tuple('%s_%s' % (metric, suffix) for suffix in STAT_SUFFIXES)
+
+
 # Every column of results.csv, in order; results.json rows carry the same keys.
 ROW_KEYS = (
     'host', 'campaign', 'stage', 'method', 'setting', 'tp', 'budget', 'topk', 'num_draft_tokens', 'dataset', 'temperature',
-    'concurrency', 'status', 'reason', 'output_throughput', 'speedup', 'baseline_stage', 'accept_length', 'accept_length_source',
+    'concurrency', 'status', 'reason', 'repeats', 'output_throughput') + _stats('output_throughput') + SPEEDUP_KEYS + (
+    'noisy', 'baseline_stage', 'accept_length') + _stats('accept_length') + ('accept_length_source',
     'accept_length_server_info', 'accept_length_disagreement', 'accept_length_flag', 'accept_length_p10',
     'accept_length_median', 'accept_length_p90', 'request_throughput', 'completed', 'failed', 'requests', 'mean_output_len',
     'duration_s',
-    'mean_ttft_ms', 'median_ttft_ms', 'p99_ttft_ms', 'mean_itl_ms', 'median_itl_ms', 'p99_itl_ms',
+    'mean_ttft_ms', 'median_ttft_ms') + _stats('median_ttft_ms') + ('p99_ttft_ms', 'mean_itl_ms', 'median_itl_ms') + _stats(
+    'median_itl_ms') + ('p99_itl_ms',
     'median_tpot_ms', 'p99_tpot_ms', 'median_e2e_latency_ms', 'p99_e2e_latency_ms',
     'harness', 'dataset_kind', 'dataset_source', 'dataset_source_sha256', 'dataset_sha256', 'prompts_sha256',
     'template_sha256', 'turns', 'top_p', 'top_k', 'ignore_eos', 'max_new_tokens',
@@ -40,15 +66,40 @@ ROW_KEYS = (
 )
 # A row's run: the keys that, with host and stage, name it.
 RUN_KEYS = ('dataset', 'temperature', 'concurrency')
+# The keys naming a row, with its run, in the repeats' and the categories' rows.
+_NAMES = ('host', 'campaign', 'stage', 'method', 'setting', 'tp', 'dataset', 'temperature', 'concurrency')
+# Every column of results-repeats.csv: one row per measured repeat of a run, its own numbers.
+REPEAT_NUMBERS = (
+    'output_throughput', 'accept_length', 'request_throughput', 'completed', 'failed', 'requests', 'mean_output_len',
+    'duration_s', 'mean_ttft_ms', 'median_ttft_ms', 'p99_ttft_ms', 'mean_itl_ms', 'median_itl_ms', 'p99_itl_ms',
+    'median_tpot_ms', 'p99_tpot_ms', 'median_e2e_latency_ms', 'p99_e2e_latency_ms')
+REPEAT_KEYS = _NAMES + ('repeat', 'status') + REPEAT_NUMBERS
+# Every column of results-categories.csv: one row per category of a categorized dataset's run.
+CATEGORY_KEYS = _NAMES + ('category', 'repeats', 'requests', 'accept_length') + _stats('accept_length') + (
+    'decode_throughput',) + _stats('decode_throughput') + SPEEDUP_KEYS + ('baseline_stage',)
+# The measures compare_rows sets side by side, with how their change is given (percent or absolute).
+COMPARED = (('output_throughput', 'pct'), ('speedup', 'abs'), ('accept_length', 'abs'), ('median_ttft_ms', 'pct'),
+            ('median_itl_ms', 'pct'))
+
+
+def _compare_columns(metric, kind):
+    columns = ('%s_before' % metric, '%s_after' % metric, '%s_delta%s' % (metric, '_pct' if kind == 'pct' else ''),
+               '%s_ci_low_before' % metric, '%s_ci_high_before' % metric, '%s_ci_low_after' % metric,
+               '%s_ci_high_after' % metric)
+    if metric == 'output_throughput':
+        columns += ('output_throughput_p', 'output_throughput_significant')
+    elif metric == 'speedup':
+        columns += ('speedup_change_significant',)
+    return columns
+
+
 # Every column of compare-<campaign>.csv, in order.
 COMPARE_KEYS = (
     'host', 'stage', 'setting', 'tp', 'dataset', 'temperature', 'concurrency', 'status_before', 'status_after',
-    'output_throughput_before', 'output_throughput_after', 'output_throughput_delta_pct',
-    'speedup_before', 'speedup_after', 'speedup_delta',
-    'accept_length_before', 'accept_length_after', 'accept_length_delta',
-    'median_ttft_ms_before', 'median_ttft_ms_after', 'median_ttft_ms_delta_pct',
-    'median_itl_ms_before', 'median_itl_ms_after', 'median_itl_ms_delta_pct',
-)
+    'repeats_before', 'repeats_after',
+) + tuple(column for metric, kind in COMPARED for column in _compare_columns(metric, kind))
+# The significance level of compare's Welch test.
+ALPHA = 0.05
 # The status of a row whose status.json or result file was skipped (not of its schema); its reason names the file.
 INVALID = 'invalid'
 
@@ -110,8 +161,44 @@ def _missing_reason(run):
     return 'no result file for dataset %s at temperature %g and this concurrency' % (dataset, temperature)
 
 
+def _used(results):
+    """The repeats a row aggregates: its complete results, else (for its status) every result it has, by repeat."""
+    found = [(repeat, results[repeat]) for repeat in sorted(results) if results[repeat] is not None]
+    complete = [(repeat, result) for repeat, result in found if result.get('complete')]
+    return complete or found
+
+
+def _mean(values):
+    values = [value for value in values if value is not None]
+    return math.fsum(values) / len(values) if values else None
+
+
+def _fill(row, results):
+    """The row's numbers from its repeats' results: texts and flags of the first (a flag when any has it), counts
+    summed, STAT_METRICS' statistics, the other numbers' means."""
+    first = results[0]
+    for key in RESULT_NUMBERS + RESULT_WORKLOAD:
+        if key in RESULT_TEXTS:
+            row[key] = first.get(key)
+        elif key in RESULT_FLAGS:
+            flags = [result.get(key) for result in results if result.get(key) is not None]
+            row[key] = any(flags) if flags else None
+        elif key in ('completed', 'failed', 'requests'):
+            counts = [int(result[key]) for result in results if result.get(key) is not None]
+            row[key] = sum(counts) if counts else None
+        elif key in RESULT_COUNTS or key == 'top_k':
+            row[key] = int(first[key]) if first.get(key) is not None else None
+        else:
+            row[key] = _mean([finite(result.get(key)) for result in results])
+    row['repeats'] = len(results)
+    for metric in STAT_METRICS:
+        got = summary([value for value in (finite(result.get(metric)) for result in results) if value is not None])
+        row.update(('%s_%s' % (metric, suffix), got[suffix]) for suffix in STAT_SUFFIXES)
+
+
 def stage_rows(host, campaign, entry):
-    """One row per run (dataset, temperature, concurrency) of a stage: those its plan names and those with results."""
+    """One row per run (dataset, temperature, concurrency) of a stage: those its plan names and those with results,
+    each aggregated over its repeats (entry['results'][run] is {repeat: result})."""
     stage, status = entry['stage'], entry['status']
     params = stage.get('params') or {}
     server_info = entry['server_info'] or {}
@@ -134,41 +221,148 @@ def stage_rows(host, campaign, entry):
     runs = sorted(set(planned_runs(stage)) | set(entry['results']))
     rows = []
     for run in runs:
-        result = entry['results'].get(run)
+        used = [result for _repeat, result in _used(entry['results'].get(run) or {})]
+        result = used[0] if used else None
         row = dict.fromkeys(ROW_KEYS)
         row.update(base)
         row.update(zip(RUN_KEYS, run))
-        skipped = entry['skipped']['status'] or entry['skipped']['results'].get(run)
+        row['repeats'] = 0
+        skipped = entry['skipped']['status'] or (None if result is not None and result.get('complete')
+                                                 else entry['skipped']['results'].get(run))
         row['status'] = _row_status(status, result, skipped)
         if row['status'] == INVALID:
             row['reason'] = skipped
         elif row['status'] in ('missing', 'incomplete'):
             row['reason'] = (_missing_reason(run) if result is None else
                              'incomplete run: %s of %s prompts completed' % (result.get('completed'), result.get('num_prompts')))
-        if result is not None:
-            for key in RESULT_NUMBERS + RESULT_WORKLOAD:
-                value = result.get(key)
-                if key in RESULT_TEXTS or key in RESULT_FLAGS:
-                    row[key] = value
-                elif key in RESULT_COUNTS or key == 'top_k':
-                    row[key] = int(value) if value is not None else None
-                else:
-                    row[key] = finite(value)
+        if used:
+            _fill(row, used)
         rows.append(row)
     return rows
 
 
-def add_speedup(rows, baseline_method=BASELINE_METHOD):
+def repeat_rows(host, campaign, entry):
+    """One row per result of a measured stage's runs (REPEAT_KEYS): each repeat's own numbers."""
+    stage = entry['stage']
+    rows = []
+    for run in sorted(entry['results']):
+        for repeat, result in sorted((entry['results'][run] or {}).items()):
+            if result is None:
+                continue
+            row = {'host': host, 'campaign': campaign, 'stage': stage['id'], 'method': stage.get('method'),
+                   'setting': setting_label(stage.get('method'), stage.get('params')), 'tp': stage.get('tp'),
+                   'repeat': repeat, 'status': MEASURED if result.get('complete') else 'incomplete'}
+            row.update(zip(RUN_KEYS, run))
+            for key in REPEAT_NUMBERS:
+                value = result.get(key)
+                row[key] = (int(value) if value is not None else None) if key in RESULT_COUNTS else finite(value)
+            rows.append(row)
+    return rows
+
+
+def _tokens(record):
+    value = record.get('output_tokens')
+    return value if value is not None else record.get('completion_tokens') or 0
+
+
+def category_measures(records):
+    """{category: {'requests', 'accept_length', 'decode_throughput'}} of one repeat's raw records: over its finished,
+    measured (not warm-up) requests with a category; tau is the sum of completion tokens over the sum of verify steps
+    of the requests that carry spec_verify_ct > 0 (None when none does), the decode throughput the sum of output
+    tokens over the sum of request latencies."""
+    sums = {}
+    for record in records:
+        if record.get('warmup') or not record.get('success') or record.get('category') is None:
+            continue
+        item = sums.setdefault(record['category'], [0, 0, 0, 0, 0.0])
+        item[0] += 1
+        steps = record.get('spec_verify_ct')
+        if steps:
+            item[1] += _tokens(record)
+            item[2] += steps
+        if record.get('latency_s') is not None:
+            item[3] += _tokens(record)
+            item[4] += record['latency_s']
+    return {category: {'requests': count, 'accept_length': tokens / steps if steps else None,
+                       'decode_throughput': out / seconds if seconds > 0 else None}
+            for category, (count, tokens, steps, out, seconds) in sums.items()}
+
+
+def category_rows(host_data, rows, campaign):
+    """The per-category rows (CATEGORY_KEYS) of the measured rows whose run has raw records, speedups against the
+    row's baseline stage in the same category."""
+    by_row = dict(((row['host'], row['stage']) + tuple(row[key] for key in RUN_KEYS), row) for row in rows)
+    samples = {}
+    for data in host_data:
+        for entry in data['stages']:
+            for run, repeats in sorted((entry.get('raw') or {}).items()):
+                row = by_row.get((data['host'], entry['stage']['id']) + run)
+                if row is None or row['status'] != MEASURED:
+                    continue
+                complete = [repeat for repeat, result in (entry['results'].get(run) or {}).items() if result and result.get('complete')]
+                for repeat in sorted(repeats):
+                    if repeat not in complete:
+                        continue
+                    for category, measures in category_measures(repeats[repeat]).items():
+                        samples.setdefault((data['host'], entry['stage']['id']) + run, {}).setdefault(category, []).append(measures)
+    out = []
+    for key, categories in samples.items():
+        row = by_row[key]
+        for category in sorted(categories):
+            measures = categories[category]
+            item = dict((name, row[name]) for name in _NAMES)
+            item.update(campaign=campaign, category=category, repeats=len(measures),
+                        requests=sum(m['requests'] for m in measures), baseline_stage=None)
+            for metric in ('accept_length', 'decode_throughput'):
+                got = summary([m[metric] for m in measures if m[metric] is not None])
+                item[metric] = got['mean']
+                item.update(('%s_%s' % (metric, suffix), got[suffix]) for suffix in STAT_SUFFIXES)
+            item.update(dict.fromkeys(SPEEDUP_KEYS))
+            baseline = samples.get((row['host'], row['baseline_stage']) + key[2:], {}).get(category) if row['baseline_stage'] else None
+            if baseline and row['baseline_stage'] != row['stage']:
+                _set_speedup(item, [m['decode_throughput'] for m in measures if m['decode_throughput'] is not None],
+                             [m['decode_throughput'] for m in baseline if m['decode_throughput'] is not None])
+                item['baseline_stage'] = row['baseline_stage'] if item['speedup'] is not None else None
+            out.append(item)
+    method_order = {}
+    for row in rows:
+        method_order.setdefault(row['method'], len(method_order))
+    out.sort(key=lambda item: (item['host'], item['dataset'], item['temperature'], item['tp'] or 0,
+                               method_order.get(item['method'], 0), item['stage'], item['concurrency'] or 0, item['category']))
+    return out
+
+
+def _set_speedup(row, values, baseline_values):
+    """speedup (the ratio of the means) and its Fieller interval, method and significance into row."""
+    if not values or not baseline_values:
+        return
+    mean, baseline = _mean(values), _mean(baseline_values)
+    if not baseline:
+        return
+    row['speedup'] = mean / baseline
+    interval = fieller(values, baseline_values)
+    if interval is not None and interval['low'] is not None:
+        row.update(speedup_ci_low=interval['low'], speedup_ci_high=interval['high'], speedup_ci_method=CI_METHOD,
+                   speedup_significant=excludes(interval['low'], interval['high']))
+
+
+def add_speedup(rows, baseline_method=BASELINE_METHOD, samples=None):
     """Fill speedup: output throughput over the baseline's on the same host, TP, dataset, temperature and concurrency;
-    empty without one."""
+    empty without one. samples: {(host, stage, dataset, temperature, concurrency): [throughput per repeat]}, for
+    Fieller's interval (none without them: the ratio alone)."""
+    samples = samples or {}
+
     def key(row):
         return (row['host'], row['tp']) + tuple(row[name] for name in RUN_KEYS)
+
+    def values(row):
+        return samples.get((row['host'], row['stage']) + tuple(row[name] for name in RUN_KEYS)) or [row['output_throughput']]
     baselines = {}
     for row in rows:
         if row['method'] == baseline_method and row['status'] == MEASURED and row['output_throughput']:
             baselines.setdefault(key(row), []).append(row)
     for row in rows:
-        row['speedup'] = None
+        row.update(dict.fromkeys(SPEEDUP_KEYS))
         row['baseline_stage'] = None
         if row['status'] != MEASURED or row['output_throughput'] is None:
             continue
@@ -178,6 +372,19 @@ def add_speedup(rows, baseline_method=BASELINE_METHOD):
         if len(candidates) == 1:
             row['speedup'] = row['output_throughput'] / candidates[0]['output_throughput']
             row['baseline_stage'] = candidates[0]['stage']
+            interval = fieller(values(row), values(candidates[0])) if len(values(row)) > 1 else None
+            if interval is not None and interval['low'] is not None:
+                row.update(speedup_ci_low=interval['low'], speedup_ci_high=interval['high'], speedup_ci_method=CI_METHOD,
+                           speedup_significant=excludes(interval['low'], interval['high']))
+    return rows
+
+
+def mark_noisy(rows, noisy_cv=DEFAULT_NOISY_CV):
+    """noisy: true when the throughput's (or tau's) coefficient of variation over the repeats exceeds noisy_cv, false
+    when neither does, null without a CV (one repeat)."""
+    for row in rows:
+        cvs = [row.get(key) for key in ('output_throughput_cv', 'accept_length_cv') if row.get(key) is not None]
+        row['noisy'] = any(cv > noisy_cv for cv in cvs) if cvs and (row.get('repeats') or 0) > 1 else None
     return rows
 
 
@@ -274,17 +481,26 @@ def _sort_key(row, method_order):
             params, row['stage'], row['concurrency'] or 0)
 
 
-def build_report(host_data, campaign, baseline_method=BASELINE_METHOD):
-    """The report's data from read_host() of each host: rows (speedup filled), environments, not-measured stages, best."""
-    rows = []
+def build_report(host_data, campaign, baseline_method=BASELINE_METHOD, noisy_cv=DEFAULT_NOISY_CV):
+    """The report's data from read_host() of each host: rows (speedup filled, aggregated over repeats), each repeat's
+    row, the per-category rows, environments, not-measured stages, best."""
+    rows, repeats = [], []
     for data in host_data:
         for entry in data['stages']:
             rows.extend(stage_rows(data['host'], campaign, entry))
-    add_speedup(rows, baseline_method)
+            repeats.extend(repeat_rows(data['host'], campaign, entry))
+    samples = {}
+    for item in repeats:
+        if item['status'] == MEASURED and item['output_throughput'] is not None:
+            samples.setdefault((item['host'], item['stage']) + tuple(item[key] for key in RUN_KEYS), []).append(item['output_throughput'])
+    add_speedup(rows, baseline_method, samples)
+    mark_noisy(rows, noisy_cv)
     method_order = {baseline_method: 0}
     for row in rows:
         method_order.setdefault(row['method'], len(method_order))
     rows.sort(key=lambda r: _sort_key(r, method_order))
+    order = dict(((row['host'], row['stage']) + tuple(row[key] for key in RUN_KEYS), index) for index, row in enumerate(rows))
+    repeats.sort(key=lambda item: (order.get((item['host'], item['stage']) + tuple(item[key] for key in RUN_KEYS), 0), item['repeat']))
     not_measured = []
     for data in host_data:
         for entry in data['stages']:
@@ -300,9 +516,12 @@ def build_report(host_data, campaign, baseline_method=BASELINE_METHOD):
     return {
         'campaign': campaign,
         'baseline_method': baseline_method,
+        'noisy_cv': noisy_cv,
         'hosts': [{'host': data['host'], 'found': data['found'], 'stages': len(data['stages']),
                    'environment': _environment(data)} for data in host_data],
         'rows': rows,
+        'repeats': repeats,
+        'categories': category_rows(host_data, rows, campaign),
         'datasets': dataset_records(host_data, rows),
         'not_measured': not_measured,
         'best': best_settings(rows, baseline_method),
@@ -341,11 +560,24 @@ def _compare_key(row):
     return (row['host'], row['stage'], dataset, DEFAULT_TEMPERATURE if temperature is None else temperature, row['concurrency'])
 
 
-def compare_rows(after_rows, before_rows):
+def _samples(repeat_rows_):
+    """{compare key: [output throughput of each measured repeat]} of a campaign's repeat rows."""
+    out = {}
+    for item in repeat_rows_ or []:
+        if item['status'] == MEASURED and item.get('output_throughput') is not None:
+            out.setdefault(_compare_key(item), []).append(item['output_throughput'])
+    return out
+
+
+def compare_rows(after_rows, before_rows, after_repeats=None, before_repeats=None):
     """One row per host, stage, dataset, temperature and concurrency of either campaign, before and after side by side
-    with deltas."""
+    with deltas and each side's 95% intervals. With the repeat rows of both (REPEAT_KEYS), output_throughput_p is
+    Welch's t-test of the two sides' throughputs (null with fewer than 2 repeats a side) and
+    output_throughput_significant p < ALPHA; speedup_change_significant is true when the two speedups' Fieller
+    intervals do not overlap, false when they do, null without both."""
     before = dict((_compare_key(r), r) for r in before_rows)
     after = dict((_compare_key(r), r) for r in after_rows)
+    before_samples, after_samples = _samples(before_repeats), _samples(after_repeats)
     keys = [_compare_key(r) for r in after_rows]
     keys += [_compare_key(r) for r in before_rows if _compare_key(r) not in after]
     out = []
@@ -355,13 +587,22 @@ def compare_rows(after_rows, before_rows):
         row = {'host': key[0], 'stage': key[1], 'setting': either.get('setting'), 'tp': either.get('tp'),
                'dataset': key[2], 'temperature': key[3], 'concurrency': key[4],
                'status_before': old.get('status', 'absent'), 'status_after': new.get('status', 'absent'),
+               'repeats_before': old.get('repeats'), 'repeats_after': new.get('repeats'),
                'sglang_build_before': old.get('sglang_build'), 'sglang_build_after': new.get('sglang_build')}
-        for metric, kind in (('output_throughput', 'pct'), ('speedup', 'abs'), ('accept_length', 'abs'),
-                             ('median_ttft_ms', 'pct'), ('median_itl_ms', 'pct')):
+        for metric, kind in COMPARED:
             row[metric + '_before'], row[metric + '_after'] = old.get(metric), new.get(metric)
             if kind == 'pct':
                 row[metric + '_delta_pct'] = _delta_pct(new.get(metric), old.get(metric))
             else:
                 row[metric + '_delta'] = _delta(new.get(metric), old.get(metric))
+            for side, source in (('before', old), ('after', new)):
+                for bound in ('ci_low', 'ci_high'):
+                    row['%s_%s_%s' % (metric, bound, side)] = source.get('%s_%s' % (metric, bound))
+        test = welch(after_samples.get(key) or [], before_samples.get(key) or []) if old and new else None
+        row['output_throughput_p'] = test['p'] if test else None
+        row['output_throughput_significant'] = None if row['output_throughput_p'] is None else row['output_throughput_p'] < ALPHA
+        separate = overlap((row['speedup_ci_low_before'], row['speedup_ci_high_before']),
+                           (row['speedup_ci_low_after'], row['speedup_ci_high_after']))
+        row['speedup_change_significant'] = None if separate is None else not separate
         out.append(row)
     return out

@@ -8,6 +8,9 @@ the DDTree paper reports: acceptance length keeps rising with the budget while t
 speedup peaks at an intermediate budget. Acceptance also depends on the dataset (math and code accept more than chat,
 DATASET_TAU) and falls with the temperature; a real set's requests stop at EOS (fewer tokens than max_new_tokens).
 legacy=True writes a campaign as it was collected before datasets: result-c<N>.json files without the new keys.
+repeats=N writes N measured repeats of every run (result-...-r<r>.json and raw-...-r<r>.jsonl, as issue 16 lays them
+out, each result with its repeat and repeats); without it a run is one result (repeat 1 of the layout). A dataset of
+DATASET_CATEGORIES gives each request a category (by its index) whose acceptance is CATEGORY_TAU times the set's.
 """
 import hashlib
 import json
@@ -31,6 +34,14 @@ LEGACY_KEYS = (
     'accept_length', 'accept_length_source', 'mean_client_lag_ms', 'p99_client_lag_ms', 'max_client_lag_ms', 'errors',
     'raw_file')
 LEGACY_LAYOUT = dict(LAYOUT, result='result-c{concurrency}.json', raw='raw-c{concurrency}.jsonl')
+# A run's files before repeats (0.5), and with them (issue 16).
+PREVIOUS_LAYOUT = dict(LAYOUT, result='result-{dataset}-t{temperature}-c{concurrency}.json',
+                       raw='raw-{dataset}-t{temperature}-c{concurrency}.jsonl')
+REPEAT_LAYOUT = dict(LAYOUT, result='result-{dataset}-t{temperature}-c{concurrency}-r{repeat}.json',
+                     raw='raw-{dataset}-t{temperature}-c{concurrency}-r{repeat}.jsonl')
+# The categories of a set's prompts (request i has the (i mod n)-th), and how each scales the acceptance length.
+DATASET_CATEGORIES = {'spec-bench': ('writing', 'math', 'coding')}
+CATEGORY_TAU = {'writing': 0.8, 'math': 1.2, 'coding': 1.1}
 GPU_NAME = 'NVIDIA RTX PRO 6000 Blackwell Server Edition'
 
 
@@ -63,8 +74,9 @@ def request_records(rng, method, params, tp, concurrency, num_prompts, input_len
     dataset: None for today's random prompts (every request output_len tokens, ignore_eos); a name for a real set:
     each request stops at an EOS between half of output_len (max_new_tokens) and all of it, and carries its id.
     """
-    tau = run_tau(method, params, dataset or 'random', temperature)
+    base_tau = run_tau(method, params, dataset or 'random', temperature)
     _tau, cost = tau_and_cost(method, params)
+    categories = DATASET_CATEGORIES.get(dataset)
     step = 0.02 * cost * (1.0 + 0.12 * (concurrency - 1)) / tp ** 0.7
     records = []
     for index in range(warmup):
@@ -74,6 +86,8 @@ def request_records(rng, method, params, tp, concurrency, num_prompts, input_len
                         'spec_verify_ct': None, 'spec_accept_length': None})
     slots = [0.0] * concurrency
     for index in range(num_prompts):
+        category = categories[index % len(categories)] if categories else None
+        tau = 1.0 + (base_tau - 1.0) * CATEGORY_TAU[category] if category and base_tau else base_tau
         slot = min(range(concurrency), key=lambda i: slots[i])
         intended = slots[slot]
         start = intended + rng.uniform(0.0, 0.0005)
@@ -93,6 +107,8 @@ def request_records(rng, method, params, tp, concurrency, num_prompts, input_len
         if dataset is not None:
             record.update(id=str(index + 1), turn=0, final=True, completion_tokens=tokens,
                           finish_reason='stop' if tokens < output_len else 'length')
+            if category:
+                record['category'] = category
         records.append(record)
     return records
 
@@ -106,9 +122,17 @@ def prepared(name, num_prompts, max_new_tokens, kind='builtin'):
         return hashlib.sha256(('%s-%s' % (what, name)).encode('utf-8')).hexdigest()
     return {'name': name, 'kind': kind, 'source': 'https://example.invalid/%s/test.jsonl' % name,
             'source_sha256': digest('source'), 'pinned': 'table', 'format': 'turns', 'count': num_prompts,
-            'categories': {'general': num_prompts}, 'turns': 'all', 'max_new_tokens': max_new_tokens,
+            'categories': categories_of(name, num_prompts), 'turns': 'all', 'max_new_tokens': max_new_tokens,
             'num_prompts': num_prompts, 'normalized_sha256': digest('normalized'), 'template_sha256': digest('template'),
             'chat_template_kwargs': {}, 'prompts_sha256': digest('prompts'), 'notes': []}
+
+
+def categories_of(name, num_prompts):
+    """{category: prompts} of a prepared set: DATASET_CATEGORIES' share the prompts by index, any other is 'general'."""
+    names = DATASET_CATEGORIES.get(name)
+    if not names:
+        return {'general': num_prompts}
+    return {category: len(range(index, num_prompts, len(names))) for index, category in enumerate(names)}
 
 
 def gpus_doc(count=8, name=GPU_NAME, mib=97887, driver='580.95.05', cuda='13.0'):
@@ -122,7 +146,7 @@ def write_json(path, data):
 
 def make_campaign(root, host, campaign, matrix, concurrency=(1, 4), num_prompts=8, input_len=64, output_len=32, seed=0,
                   faults=None, gpus=None, write_raw=True, sglang_build=None, datasets=None, temperatures=None, legacy=False,
-                  server_bias=None):
+                  server_bias=None, repeats=None):
     """Write <root>/<host>/<campaign>/ for matrix [(tp, method, params)]; returns the stage dicts (the plan).
 
     faults: {stage id: ('failed', reason) | ('infeasible', reason) | ('never',) | ('incomplete', concurrency)}.
@@ -130,10 +154,11 @@ def make_campaign(root, host, campaign, matrix, concurrency=(1, 4), num_prompts=
     (each run with max_new_tokens output_len and num_prompts prompts); temperatures: the sweep (default [0]).
     server_bias: {stage id: factor} of the /server_info τ against the requests' (a disagreement to flag).
     legacy: the files a campaign collected before datasets holds (result-c<N>.json without the new keys).
+    repeats: None for one result per run (LAYOUT's names at repeat 1, no repeat keys); N for N repeats (REPEAT_LAYOUT).
     """
     faults = faults or {}
     server_bias = server_bias or {}
-    layout = LEGACY_LAYOUT if legacy else LAYOUT
+    layout = LEGACY_LAYOUT if legacy else REPEAT_LAYOUT if repeats else LAYOUT
     entries = [prepared(name, num_prompts, output_len) for name in datasets] if datasets else None
     temperatures = list(temperatures) if temperatures else [0.0]
     runs = [(entry['name'] if entries else 'random', float(t)) for entry in (entries or [None]) for t in temperatures]
@@ -166,7 +191,7 @@ def make_campaign(root, host, campaign, matrix, concurrency=(1, 4), num_prompts=
                                                       'finished': None, 'headline': []})
             continue
         headline = []
-        for (dataset, temperature), c in [(run, c) for run in runs for c in concurrency]:
+        for (dataset, temperature), c, repeat in [(run, c, r) for run in runs for c in concurrency for r in range(1, (repeats or 1) + 1)]:
             real = dataset if entries and dataset != 'random' else None
             records = request_records(rng, method, params, tp, c, num_prompts, input_len, output_len, dataset=real,
                                       temperature=temperature)
@@ -174,7 +199,7 @@ def make_campaign(root, host, campaign, matrix, concurrency=(1, 4), num_prompts=
             if fault == ('incomplete', c):
                 records[-1].update(success=False, error='ReadTimeout: the server stopped answering')
                 interrupted = True
-            names = {'dataset': dataset, 'temperature': temperature_tag(temperature), 'concurrency': c}
+            names = {'dataset': dataset, 'temperature': temperature_tag(temperature), 'concurrency': c, 'repeat': repeat}
             raw_name = layout['raw'].format(**names)
             if write_raw:
                 (stage_dir / raw_name).write_text(''.join(json.dumps(record) + '\n' for record in records))
@@ -191,8 +216,11 @@ def make_campaign(root, host, campaign, matrix, concurrency=(1, 4), num_prompts=
             if legacy:
                 row = {key: row[key] for key in LEGACY_KEYS}
                 row['accept_length_source'] = 'server_info' if tau else None
+            if repeats:
+                row.update(repeat=repeat, repeats=repeats)
             write_json(stage_dir / layout['result'].format(**names), row)
-            headline.append({'concurrency': c, 'output_throughput': row['output_throughput'], 'accept_length': row['accept_length']})
+            if repeat == 1:
+                headline.append({'concurrency': c, 'output_throughput': row['output_throughput'], 'accept_length': row['accept_length']})
         tau, _cost = tau_and_cost(method, params)
         info = {'version': '0.5.23', 'model_path': stage['model_path'], 'tp_size': tp,
                 'speculative_draft_model_path': stage['draft_path'], 'internal_states': [{}]}
@@ -202,6 +230,8 @@ def make_campaign(root, host, campaign, matrix, concurrency=(1, 4), num_prompts=
         write_json(stage_dir / LAYOUT['gpus'], gpus)
         status = {'stage': sid, 'status': 'ok', 'reason': None, 'started': '2026-12-02T10:00:00Z',
                   'finished': '2026-12-02T10:01:00Z', 'headline': headline}
+        if repeats:
+            status['repeats'] = repeats
         if entries:
             status['datasets'] = entries
         write_json(stage_dir / LAYOUT['status'], status)

@@ -124,7 +124,8 @@ def test_markdown_and_latex_have_one_table_per_dataset_temperature_and_tp(made):
 
 
 def test_plots_are_per_dataset_and_temperature(made):
-    pngs = sorted(name for name in made['made']['files'] if name.endswith('.png'))
+    kinds = ('speedup_vs_budget', 'accept_length_vs_budget', 'throughput_vs_concurrency')
+    pngs = sorted(name for name in made['made']['files'] if name.endswith('.png') and name.split('-')[0] in kinds)
     assert pngs == sorted('%s-ct200-%s-t%s.png' % (kind, dataset, temperature)
                           for kind in ('speedup_vs_budget', 'accept_length_vs_budget', 'throughput_vs_concurrency')
                           for dataset in DATASETS for temperature in ('0', '0.7'))
@@ -181,13 +182,28 @@ def test_a_planned_run_without_its_file_is_missing_with_its_dataset_and_temperat
     assert 'tp1-dflash-n16` gsm8k, T=1 c=1 missing' in (tmp_path / 'out' / 'report.md').read_text()
 
 
-def test_result_files_are_found_by_the_layout_pattern_and_the_legacy_name():
+def test_result_files_are_found_by_the_layout_pattern_and_the_earlier_names_as_repeat_1():
     names = ['result-gsm8k-t0-c4.json', 'result-mt-bench-t0.7-c16.json', 'result-a-t1-t0-c1.json', 'result-c8.json',
              'result-random-t0-c8.json', 'result-x-tnan-c1.json', 'raw-gsm8k-t0-c4.jsonl', 'status.json']
     assert report_read.find_results(names, RESULTS_LAYOUT) == {
-        ('gsm8k', 0.0, 4): 'result-gsm8k-t0-c4.json', ('mt-bench', 0.7, 16): 'result-mt-bench-t0.7-c16.json',
-        ('a-t1', 0.0, 1): 'result-a-t1-t0-c1.json', ('random', 0.0, 8): 'result-random-t0-c8.json'}
-    assert report_read.find_results(['result-c8.json'], RESULTS_LAYOUT) == {('random', 0.0, 8): 'result-c8.json'}
+        ('gsm8k', 0.0, 4): {1: 'result-gsm8k-t0-c4.json'}, ('mt-bench', 0.7, 16): {1: 'result-mt-bench-t0.7-c16.json'},
+        ('a-t1', 0.0, 1): {1: 'result-a-t1-t0-c1.json'}, ('random', 0.0, 8): {1: 'result-random-t0-c8.json'}}
+    assert report_read.find_results(['result-c8.json'], RESULTS_LAYOUT) == {('random', 0.0, 8): {1: 'result-c8.json'}}
+
+
+def test_repeats_are_found_by_their_number_beside_the_names_before_repeats():
+    layout = dict(RESULTS_LAYOUT, result=synth.REPEAT_LAYOUT['result'], raw=synth.REPEAT_LAYOUT['raw'])
+    names = ['result-gsm8k-t0-c4-r1.json', 'result-gsm8k-t0-c4-r3.json', 'result-gsm8k-t0-c4-r0.json',
+             'result-gsm8k-t0-c1.json', 'result-gsm8k-t0-c1-r2.json', 'result-c8.json']
+    assert report_read.find_runs(names, layout) == {
+        ('gsm8k', 0.0, 4): {1: ('result-gsm8k-t0-c4-r1.json', 'raw-gsm8k-t0-c4-r1.jsonl'),
+                            3: ('result-gsm8k-t0-c4-r3.json', 'raw-gsm8k-t0-c4-r3.jsonl')},
+        ('gsm8k', 0.0, 1): {1: ('result-gsm8k-t0-c1.json', 'raw-gsm8k-t0-c1.jsonl'),
+                            2: ('result-gsm8k-t0-c1-r2.json', 'raw-gsm8k-t0-c1-r2.jsonl')},
+        ('random', 0.0, 8): {1: ('result-c8.json', 'raw-c8.jsonl')}}
+    # the layout's repeat 1 wins over the same run's file from before repeats
+    both = report_read.find_results(['result-gsm8k-t0-c1.json', 'result-gsm8k-t0-c1-r1.json'], layout)
+    assert both == {('gsm8k', 0.0, 1): {1: 'result-gsm8k-t0-c1-r1.json'}}
 
 
 @pytest.mark.parametrize(('check', 'doc', 'reason'), [

@@ -8,8 +8,10 @@ STAGE = {'id': 'tp1-ddtree-b64-k4', 'method': 'ddtree', 'tp': 1, 'params': {'bud
 
 
 def entry(stage, results, status='ok'):
-    """A read_host stage entry; results keyed by concurrency here, by run (dataset, temperature, c) there."""
-    runs = {(key if isinstance(key, tuple) else ('random', 0.0, key)): result for key, result in results.items()}
+    """A read_host stage entry; results keyed by concurrency here, by run (dataset, temperature, c) there; a result
+    is repeat 1, a list the repeats 1..n."""
+    runs = {(key if isinstance(key, tuple) else ('random', 0.0, key)): dict(enumerate(result if isinstance(result, list) else [result], 1))
+            for key, result in results.items()}
     return {'stage': stage, 'status': {'status': status, 'reason': None}, 'results': runs, 'server_info': None,
             'gpus': None, 'skipped': {'status': None, 'results': {}}}
 
