@@ -106,54 +106,73 @@ def drive(run, raw, records, seconds, on_checkpoint=None):
     return records
 
 
-def run_builtin(module, params, limits, result_path, raw_path, workload, records=None):
-    """Warm up, flush, run; every second the raw log gets the finished requests and, in the measured run, the result
-    file the counts. Every request is bound by the limits; the measured run by the run deadline. workload: the row's
-    workload keys (_harness_run.workload); records: the prompts file's, when already read.
+def flush_cache(module, base):
+    """POST /flush_cache: the server's prefix cache and its acceptance counters start from the next run. A failure is
+    a warning (the run goes on, its /server_info cross-check then counts more)."""
+    try:
+        status, text = post(base + '/flush_cache', timeout=60)
+        if status != 200:
+            module.warn('POST /flush_cache answered %s: %s' % (status, text.strip()))
+    except CONNECTION_ERRORS as exc:
+        module.warn('POST /flush_cache failed: %s' % exc)
 
-    Returns (result row, error or None).
+
+def warm_up(base, params, limits, body, raw):
+    """The cell's one warm-up pass: warmup_requests copies of `body` at once, bound by the request deadline, appended
+    to the raw log marked warmup. Returns their records."""
+    count = params['warmup_requests']
+    run = LoadRun(base, [body] * count, [0.0] * count, count, limits['request_timeout'], warmup=True,
+                  request_deadline=limits['request_deadline']).start()
+    return drive(run, raw, [], limits['request_deadline'])
+
+
+def run_builtin(module, params, limits, runs, workload, records=None):
+    """Measure the missing repeats of one cell: one warm-up pass, then per repeat POST /flush_cache (when
+    flush_cache) and the measured run. runs: [(repeat, result file, raw file)] in order; the warm-up's records go to
+    the first repeat's raw log, before its own. Every second the raw log gets the finished requests and the result
+    file the counts. Every request is bound by the limits, each measured run by the run deadline. workload: the row's
+    workload keys (_harness_run.workload); records: the prompts file's, when already read. A repeat that does not
+    complete ends the cell when fail_on_incomplete (its later repeats are not run).
+
+    Returns (the result rows of the repeats run, in order; error or None).
     """
     base = params['base_url'].rstrip('/')
     bodies, body = run_bodies(params, records)
-    raw = RawLog(raw_path)
-    try:
-        write_row(result_path, progress_row(workload, [], raw_path))
-        records = []
-        if params['warmup_requests'] > 0:
-            # every warm-up request starts at once: their request deadline bounds the warm-up
-            warmup = LoadRun(base, [body] * params['warmup_requests'], [0.0] * params['warmup_requests'],
-                             params['warmup_requests'], limits['request_timeout'], warmup=True,
-                             request_deadline=limits['request_deadline']).start()
-            records = drive(warmup, raw, records, limits['request_deadline'])
-            if not any(record['success'] for record in records):
-                row = from_builtin(records, None, raw_file=raw_path, interrupted=True, **workload)
-                row['errors'] = sorted(set(record['error'] or 'unfinished' for record in records))[:5]
-                write_row(result_path, row)
-                return row, 'every warm-up request failed: %s' % '; '.join(row['errors'])
-        if params['flush_cache']:
-            try:
-                status, text = post(base + '/flush_cache', timeout=60)
-                if status != 200:
-                    module.warn('POST /flush_cache answered %s: %s' % (status, text.strip()))
-            except CONNECTION_ERRORS as exc:
-                module.warn('POST /flush_cache failed: %s' % exc)
-
-        run = LoadRun(base, bodies, arrival_times(params['seed'], len(bodies), params['request_rate']),
-                      params['concurrency'], limits['request_timeout'], request_deadline=limits['request_deadline'],
-                      run_deadline=limits['run_deadline']).start()
-        records = drive(run, raw, records, limits['run_deadline'],
-                        lambda snapshot: write_row(result_path, progress_row(workload, snapshot, raw_path)))
-    finally:
-        raw.close()
-
-    server_info = None
-    try:
-        server_info = request_json(base + '/server_info', timeout=30)
-    except (HTTPStatusError, ValueError) + CONNECTION_ERRORS as exc:
-        module.warn('cannot read /server_info after the run: %s' % exc)
-    row = from_builtin(records, run.duration, server_info=server_info, raw_file=raw_path,
-                       interrupted=run.duration is None, **workload)
-    if run.duration is None:  # given up: its threads outlived the run deadline
-        row['errors'] = (row['errors'] + ['the run did not end %g s after its deadline' % STOP_GRACE_S])[:5]
-    write_row(result_path, row)
-    return row, None
+    rows = []
+    for position, (repeat, result_path, raw_path) in enumerate(runs):
+        row_workload = dict(workload, repeat=repeat)
+        raw = RawLog(raw_path)
+        try:
+            write_row(result_path, progress_row(row_workload, [], raw_path))
+            done = []
+            if position == 0 and params['warmup_requests'] > 0:
+                done = warm_up(base, params, limits, body, raw)
+                if not any(record['success'] for record in done):
+                    row = from_builtin(done, None, raw_file=raw_path, interrupted=True, **row_workload)
+                    row['errors'] = sorted(set(record['error'] or 'unfinished' for record in done))[:5]
+                    write_row(result_path, row)
+                    return rows + [row], 'every warm-up request failed: %s' % '; '.join(row['errors'])
+            if params['flush_cache']:
+                flush_cache(module, base)
+            run = LoadRun(base, bodies, arrival_times(params['seed'], len(bodies), params['request_rate']),
+                          params['concurrency'], limits['request_timeout'], request_deadline=limits['request_deadline'],
+                          run_deadline=limits['run_deadline']).start()
+            done = drive(run, raw, done, limits['run_deadline'],
+                         lambda snapshot, _result=result_path, _workload=row_workload, _raw=raw_path: write_row(
+                             _result, progress_row(_workload, snapshot, _raw)))
+        finally:
+            raw.close()
+        server_info = None
+        try:
+            server_info = request_json(base + '/server_info', timeout=30)
+        except (HTTPStatusError, ValueError) + CONNECTION_ERRORS as exc:
+            module.warn('cannot read /server_info after the run: %s' % exc)
+        row = from_builtin(done, run.duration, server_info=server_info, raw_file=raw_path,
+                           interrupted=run.duration is None, **row_workload)
+        if run.duration is None:  # given up: its threads outlived the run deadline
+            row['errors'] = (row['errors'] + ['the run did not end %g s after its deadline' % STOP_GRACE_S])[:5]
+        write_row(result_path, row)
+        rows.append(row)
+        if not row['complete'] and params.get('fail_on_incomplete', True):
+            break
+    return rows, None

@@ -28,21 +28,28 @@ ID_RE = re.compile(ID_PATTERN + r'\Z')
 ID_MAX_LEN = 64
 
 # <results root>/<campaign>/ holds RESULTS_LAYOUT['campaign'] and one folder per stage id with the other files.
-# {dataset}, {temperature} and {concurrency} are filled per harness run (Python str.format; results_file writes the
-# temperature with temperature_tag). A run with no datasets in the spec is dataset 'random'.
+# {dataset}, {temperature}, {concurrency} and {repeat} are filled per harness run (Python str.format; results_file
+# writes the temperature with temperature_tag). A run with no datasets in the spec is dataset 'random'; repeats are
+# numbered from 1 (a spec's `repeats: N` measures each dataset, temperature and concurrency N times).
 RESULTS_LAYOUT = {
     # in <root>/<campaign>/
     'campaign': 'campaign.json',
     # in <root>/<campaign>/<stage id>/
     'status': 'status.json',
-    'result': 'result-{dataset}-t{temperature}-c{concurrency}.json',
-    'raw': 'raw-{dataset}-t{temperature}-c{concurrency}.jsonl',
+    'result': 'result-{dataset}-t{temperature}-c{concurrency}-r{repeat}.json',
+    'raw': 'raw-{dataset}-t{temperature}-c{concurrency}-r{repeat}.jsonl',
     'server_info': 'server_info.json',
     'gpus': 'gpus.json',
     'unit': 'unit.service',
     # where PID 1 is not systemd: the supervisor's definition of the server, as it ran
     'service': 'service.json',
     'journal': 'journal.txt',
+}
+
+# The names of a run's files before repeats (0.5): a reader takes such a file as repeat 1 of its run.
+RESULTS_LAYOUT_BEFORE_REPEATS = {
+    'result': 'result-{dataset}-t{temperature}-c{concurrency}.json',
+    'raw': 'raw-{dataset}-t{temperature}-c{concurrency}.jsonl',
 }
 
 CHUNK = 1 << 20
@@ -59,9 +66,10 @@ def temperature_tag(temperature):
 
 
 def results_file(name, **fields):
-    """The file name RESULTS_LAYOUT gives `name`, with its fields (dataset=, temperature=, concurrency=) filled in;
-    a temperature given as a number, or as a number's text ('0.0', as a template renders a float), is written by
-    temperature_tag, so every writer and reader names a run's files alike."""
+    """The file name RESULTS_LAYOUT gives `name`, with its fields (dataset=, temperature=, concurrency=, repeat=)
+    filled in; a temperature given as a number, or as a number's text ('0.0', as a template renders a float), is
+    written by temperature_tag, so every writer and reader names a run's files alike. repeat defaults to 1."""
+    fields.setdefault('repeat', 1)
     temperature = fields.get('temperature')
     if temperature is not None and not isinstance(temperature, bool):
         try:

@@ -43,12 +43,15 @@ CLIENT_LAG_KEYS = ('mean_client_lag_ms', 'p99_client_lag_ms', 'max_client_lag_ms
 DATASET_KEYS = ('dataset', 'dataset_kind', 'dataset_source', 'dataset_source_sha256', 'dataset_sha256', 'prompts_sha256',
                 'template_sha256', 'turns')
 SAMPLING_KEYS = ('temperature', 'top_p', 'top_k', 'ignore_eos', 'max_new_tokens')
+# Which measurement of its cell a row is (1..repeats), the cell's planned repeats, and the requests of the cell's one
+# warm-up pass (before its first measured repeat; discarded).
+REPEAT_KEYS = ('repeat', 'repeats', 'warmup_requests')
 ACCEPT_KEYS = ('accept_length', 'accept_length_source', 'accept_length_server_info', 'accept_length_disagreement',
                'accept_length_flag', 'accept_length_p10', 'accept_length_median', 'accept_length_p90')
 # Every key of a result row, in the order it is written.
 RESULT_KEYS = (
     'schema_version', 'harness', 'stage', 'concurrency', 'num_prompts', 'input_len', 'output_len', 'request_rate', 'seed',
-) + DATASET_KEYS + SAMPLING_KEYS + (
+) + REPEAT_KEYS + DATASET_KEYS + SAMPLING_KEYS + (
     'completed', 'failed', 'complete', 'requests', 'duration_s', 'total_input_tokens', 'total_output_tokens',
     'mean_output_len', 'output_throughput', 'request_throughput',
 ) + STAT_KEYS + ACCEPT_KEYS + CLIENT_LAG_KEYS + ('errors', 'raw_file')
@@ -56,13 +59,13 @@ MAX_ERRORS = 5
 ACCEPT_DISAGREEMENT = 0.02  # relative gap between the requests' tau and /server_info's that flags a row
 
 
-def result_file_name(dataset, temperature, concurrency):
-    return results_file('result', dataset=dataset, temperature=temperature, concurrency=concurrency)
+def result_file_name(dataset, temperature, concurrency, repeat=1):
+    return results_file('result', dataset=dataset, temperature=temperature, concurrency=concurrency, repeat=repeat)
 
 
-def raw_file_name(dataset, temperature, concurrency, suffix='jsonl'):
+def raw_file_name(dataset, temperature, concurrency, suffix='jsonl', repeat=1):
     """The layout's raw file of a run; another suffix names a file beside it (the sglang client's log: 'log')."""
-    name = results_file('raw', dataset=dataset, temperature=temperature, concurrency=concurrency)
+    name = results_file('raw', dataset=dataset, temperature=temperature, concurrency=concurrency, repeat=repeat)
     return '%s.%s' % (name.rsplit('.', 1)[0], suffix)
 
 
@@ -303,6 +306,43 @@ def from_sglang_client(text, num_prompts=None, concurrency=None, input_len=None,
     for key in STAT_KEYS:
         values[key] = finite(data.get(key))
     return result_row(**values)
+
+
+# Of a cell's repeats: what its summary adds up, and what it takes if any repeat has it.
+SUMMED_KEYS = ('completed', 'failed', 'requests', 'total_input_tokens', 'total_output_tokens')
+ANY_KEYS = ('accept_length_flag',)
+# What a summary takes from the first repeat that has it: the run's keys, which every repeat of a cell shares.
+SHARED_KEYS = ('harness', 'stage', 'concurrency', 'num_prompts', 'input_len', 'output_len', 'request_rate', 'seed',
+               'repeats', 'warmup_requests', 'accept_length_source') + DATASET_KEYS + SAMPLING_KEYS
+
+
+def cell_summary(rows):
+    """The summary of one cell's repeat rows (in repeat order), a row of the same keys: a single row as it is; of
+    several, the run's keys, counts summed, complete when every repeat is, each other number the mean of the repeats
+    that have it (output_throughput and accept_length included), errors the first few of all, repeat and raw_file
+    null. The report computes its statistics from the files, not from this."""
+    rows = list(rows)
+    if len(rows) == 1:
+        return dict(rows[0])
+    summary = result_row()
+    for key in RESULT_KEYS:
+        values = [row.get(key) for row in rows if row.get(key) is not None]
+        if key in ('schema_version', 'repeat', 'raw_file'):
+            continue
+        if key in SHARED_KEYS:
+            summary[key] = values[0] if values else None
+        elif key in SUMMED_KEYS:
+            summary[key] = sum(values) if values else None
+        elif key == 'complete':
+            summary[key] = all(row.get('complete') is True for row in rows)
+        elif key in ANY_KEYS:
+            summary[key] = any(values) if values else None
+        elif key == 'errors':
+            summary[key] = _first_errors(error for row in rows for error in row.get('errors') or ())
+        else:
+            numbers = [finite(value) for value in values if finite(value) is not None]
+            summary[key] = math.fsum(numbers) / len(numbers) if numbers else None
+    return summary
 
 
 def _first_errors(errors):

@@ -60,9 +60,10 @@ def dataset_name(params):
     return (params.get('dataset') or {}).get('name') or 'random'
 
 
-def run_files(output_dir, dataset, temperature, concurrency):
-    """(result file, raw output, the SGLang client's console log) of one run, as RESULTS_LAYOUT names them."""
-    fields = dict(dataset=dataset, temperature=temperature, concurrency=concurrency)
+def run_files(output_dir, dataset, temperature, concurrency, repeat=1):
+    """(result file, raw output, the SGLang client's console log) of one run (one repeat of a cell), as
+    RESULTS_LAYOUT names them."""
+    fields = dict(dataset=dataset, temperature=temperature, concurrency=concurrency, repeat=repeat)
     raw = os.path.join(output_dir, results_file('raw', **fields))
     return os.path.join(output_dir, results_file('result', **fields)), raw, os.path.splitext(raw)[0] + '.log'
 
@@ -80,12 +81,38 @@ def workload(params, num_prompts=None, turns=None):
                   dataset=dataset_name(params), turns=turns if prompts else None,
                   temperature=float(params.get('temperature') or 0.0), top_p=float(params.get('top_p', 1.0)),
                   top_k=int(params.get('top_k', -1)), ignore_eos=bool(params.get('ignore_eos', True)),
-                  max_new_tokens=params.get('max_new_tokens') if prompts else params['output_len'])
+                  max_new_tokens=params.get('max_new_tokens') if prompts else params['output_len'],
+                  repeats=int(params.get('repeats') or 1), warmup_requests=params.get('warmup_requests'))
     for row_key, key in DATASET_ROW_KEYS:
         values[row_key] = dataset.get(key)
     if not prompts:
         values['dataset_kind'] = values['dataset_kind'] or 'random'
     return values
+
+
+# What a recorded repeat must share with this call's run to be reused instead of measured again: every field that
+# shapes the requests sent (the prompts, their sampling, the load) and which server and client measured them.
+# Not compared: repeats (a rerun with more repeats fills in), warmup_requests (discarded requests), the limits.
+REUSE_KEYS = ('harness', 'stage', 'dataset', 'prompts_sha256', 'turns', 'num_prompts', 'input_len', 'output_len',
+              'max_new_tokens', 'temperature', 'top_p', 'top_k', 'ignore_eos', 'seed', 'concurrency', 'request_rate')
+
+
+def reusable_row(result_path, raw_path, expected, schema_version):
+    """The recorded row of one repeat when it can stand for this call's: its result file holds a row of
+    schema_version that is complete, of that repeat (expected['repeat']) and equal to `expected` in every REUSE_KEYS
+    key, and its raw output is there. None otherwise (missing, unreadable, incomplete, another workload)."""
+    try:
+        with open(result_path, encoding='utf-8') as handle:
+            row = json.load(handle)
+    except (OSError, ValueError):
+        return None
+    if not isinstance(row, dict) or row.get('schema_version') != schema_version or row.get('complete') is not True:
+        return None
+    if row.get('repeat') != expected['repeat'] or not os.path.isfile(raw_path):
+        return None
+    if any(row.get(key) != expected.get(key) for key in REUSE_KEYS):
+        return None
+    return row
 
 
 def write_row(path, row):

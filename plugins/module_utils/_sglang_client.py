@@ -2,8 +2,8 @@
 # Copyright: (c) 2026, specdec.bench developers
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""bench_run's sglang harness: SGLang's own benchmark client, run once in the server's interpreter and stopped at
-its deadline, its JSON line mapped to the result row by _harness.from_sglang_client.
+"""bench_run's sglang harness: SGLang's own benchmark client, run once per repeat in the server's interpreter and
+stopped at its deadline, its JSON line mapped to the result row by _harness.from_sglang_client.
 
 Private to the specdec.bench collection; standard library only.
 
@@ -123,10 +123,13 @@ class ClientStopper:
             self._timer.cancel()
 
 
-def run_sglang(module, params, limits, result_path, raw_path, log_path, workload, records=None):
-    """Run SGLang's client once, stopped at its deadline, and map its line. workload: the row's workload keys
-    (_harness_run.workload); records: the prompts file's (read_prompts), None for random prompts.
-    Returns (row, error or None, command)."""
+def run_sglang(module, params, limits, runs, workload, records=None):
+    """Run SGLang's client once per missing repeat of one cell, each stopped at its deadline, and map its line.
+    runs: [(repeat, result file, raw file, console log)] in order; the first run does the cell's warm-up
+    (--warmup-requests), the later ones none; each flushes the cache before it measures (--flush-cache, when
+    flush_cache). workload: the row's workload keys (_harness_run.workload); records: the prompts file's
+    (read_prompts), None for random prompts. A repeat that does not complete ends the cell when fail_on_incomplete.
+    Returns (the rows of the repeats run, in order; error or None; the command line of the first run)."""
     if records is not None and params.get('top_k', -1) != -1:
         module.fail_json(msg='the sglang harness cannot send top_k (SGLang\'s client has no top-k option); got %d'
                          % params['top_k'])
@@ -138,6 +141,21 @@ def run_sglang(module, params, limits, result_path, raw_path, log_path, workload
     client = find_client(module, python)
     if client is None:
         module.fail_json(msg='SGLang\'s benchmark client (%s) cannot be imported by %s' % (' or '.join(CLIENT_MODULES), python))
+    rows, commands = [], []
+    for position, (repeat, result_path, raw_path, log_path) in enumerate(runs):
+        run_params = dict(params, warmup_requests=params['warmup_requests'] if position == 0 else 0)
+        row, error, command = run_client(module, python, client, run_params, limits, result_path, raw_path, log_path,
+                                         dict(workload, repeat=repeat), records)
+        rows.append(row)
+        commands.append(command)
+        if error or (not row['complete'] and params.get('fail_on_incomplete', True)):
+            return rows, error, commands[0]
+    return rows, None, commands[0] if commands else None
+
+
+def run_client(module, python, client, params, limits, result_path, raw_path, log_path, workload, records=None):
+    """One run of SGLang's client (one repeat), stopped at its deadline, its line mapped and written.
+    Returns (row, error or None, command)."""
     # the client appends to its output file: give it a fresh one, renamed into place once it is done
     handle, partial = tempfile.mkstemp(prefix='.%s.' % os.path.basename(raw_path), suffix='.partial', dir=params['output_dir'])
     os.close(handle)

@@ -8,15 +8,27 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 module: bench_run
-short_description: Run one benchmark harness at one concurrency against an SGLang server and keep a normalized result
+short_description: Run one benchmark harness at one concurrency against an SGLang server, O(repeats) times, and keep normalized results
 version_added: 0.1.0
 description:
-  - Runs a harness on the benchmark host against O(base_url), at one O(concurrency), and returns the normalized result
-    row (the same keys for every harness, see RV(result)).
-  - Writes the row to C(<output_dir>/result-<dataset>-t<temperature>-c<concurrency>.json) (the collection's results
-    layout, RESULTS_LAYOUT in C(module_utils/_common.py); the dataset is V(random) without O(prompts_file), the
-    temperature written as C(%g)) atomically (a temporary file renamed into place), and the harness's raw output beside
-    it, C(raw-<dataset>-t<temperature>-c<concurrency>.jsonl).
+  - Runs a harness on the benchmark host against O(base_url), at one O(concurrency), O(repeats) times (one cell of a
+    stage, one dataset, temperature and concurrency), and returns the normalized result row of each repeat (the same
+    keys for every harness, see RV(results)) and their summary (RV(result)).
+  - Writes each repeat's row to C(<output_dir>/result-<dataset>-t<temperature>-c<concurrency>-r<repeat>.json) (the
+    collection's results layout, RESULTS_LAYOUT in C(module_utils/_common.py); the dataset is V(random) without
+    O(prompts_file), the temperature written as C(%g), repeats numbered from 1) atomically (a temporary file renamed
+    into place), and the harness's raw output beside it, C(raw-<dataset>-t<temperature>-c<concurrency>-r<repeat>.jsonl).
+  - "Repeats: a repeat whose files are already in O(output_dir) is reused, not run again, when its result is complete
+    (C(complete=true)), of this schema version and this repeat, its raw file is there, and it records the same
+    C(harness), C(stage), C(dataset), C(prompts_sha256), C(turns), C(num_prompts), C(input_len), C(output_len),
+    C(max_new_tokens), C(temperature), C(top_p), C(top_k), C(ignore_eos), C(seed), C(concurrency) and
+    C(request_rate) as this call would (every field that shapes the requests). Not compared: C(repeats), so a rerun
+    with more repeats fills in the missing ones, and C(warmup_requests). A reused file is left untouched; a call
+    that reuses every repeat sends no request and reports no change."
+  - When any repeat is missing, the cell gets one warm-up pass (O(warmup_requests), discarded; its records lead the
+    first missing repeat's raw file, marked C(warmup)), then for each missing repeat in order C(POST /flush_cache)
+    (O(flush_cache)) and the measured run. A repeat that does not complete ends the cell (its later repeats are not
+    run) unless O(fail_on_incomplete=false).
   - With O(prompts_file) both harnesses send the templated prompts of a host prompts file (written by the
     C(specdec.bench.workload_prepare) action), with O(temperature), O(top_p), O(top_k), O(max_new_tokens) and
     end-of-sequence as O(ignore_eos) says; without it, seeded random prompts of exactly O(input_len) and O(output_len)
@@ -166,9 +178,15 @@ options:
         writes no result when stopped, so such a run is recorded with no completed request.
     type: float
   fail_on_incomplete:
-    description: Fail the task (after writing the files) when not every prompt completed.
+    description: Fail the task (after writing the files) when not every prompt of a repeat completed.
     type: bool
     default: true
+  repeats:
+    description:
+      - How many times the cell is measured (1 to 100), each repeat after a cache flush, all after one warm-up pass.
+        Complete repeats already in O(output_dir) with the same requests are reused (see the description).
+    type: int
+    default: 1
   python:
     description: The interpreter that has SGLang installed (the server's own), for O(harness=sglang).
     type: path
@@ -195,7 +213,7 @@ attributes:
   check_mode:
     support: full
     details:
-      - In check mode no request is sent and no file is written; the result is marked skipped.
+      - In check mode no request is sent, no file is read or written; the result is marked skipped.
   diff_mode:
     support: none
 seealso:
@@ -214,11 +232,12 @@ EXAMPLES = r"""
     output_dir: /root/bench_results/ct200-main/tp1-dflash
     stage: tp1-dflash
 
-- name: Run the builtin harness at concurrency 4
+- name: Run the builtin harness at concurrency 4, three times (after one warm-up, a cache flush before each)
   specdec.bench.bench_run:
     harness: builtin
     base_url: http://127.0.0.1:30001
     concurrency: 4
+    repeats: 3
     num_prompts: 64
     input_len: 1024
     output_len: 256
@@ -241,9 +260,24 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+results:
+  description:
+    - The normalized result row of each repeat, in repeat order, as written to its result file (see RV(result) for
+      the keys), with two more keys, C(reused) (true for a repeat found in O(output_dir) and not run again) and
+      C(result_file) (where the row is).
+    - A cell cut short by a repeat that did not complete lists the repeats up to it.
+  returned: success and failure, unless in check mode or the options are invalid
+  type: list
+  elements: dict
+  sample: [{repeat: 1, repeats: 3, output_throughput: 1332.0, reused: true,
+            result_file: /root/bench_results/ct200-main/tp1-dflash/result-random-t0-c4-r1.json}]
 result:
   description:
-    - The normalized result row, as written to RV(result_file). Times are in milliseconds, throughputs per second.
+    - With O(repeats=1), the normalized result row, as written to RV(result_file). Times are in milliseconds,
+      throughputs per second.
+    - With more, the cell's summary of RV(results), with the same keys. It has the run's keys and C(repeats), the
+      counts summed, C(complete) when every repeat is, each other statistic (C(output_throughput) and
+      C(accept_length) among them) the mean over the repeats that have it, C(repeat) and C(raw_file) null.
     - Statistics of requests that did not complete are left out; a statistic with no value is null.
   returned: success and failure, unless in check mode or the options are invalid
   type: dict
@@ -290,6 +324,21 @@ result:
       sample: null
     seed:
       description: O(seed).
+      type: int
+      returned: always
+      sample: 1
+    repeat:
+      description: Which repeat of its cell the row is, from 1; null in a summary of several.
+      type: int
+      returned: always
+      sample: 2
+    repeats:
+      description: O(repeats), the cell's planned repeats when the row was written (a reused row keeps its own).
+      type: int
+      returned: always
+      sample: 3
+    warmup_requests:
+      description: O(warmup_requests), the requests of the cell's one warm-up pass before its first measured repeat.
       type: int
       returned: always
       sample: 1
@@ -483,7 +532,7 @@ result:
       description: The harness's raw output beside the result.
       type: str
       returned: always
-      sample: /root/bench_results/ct200-main/tp1-dflash/raw-random-t0-c4.jsonl
+      sample: /root/bench_results/ct200-main/tp1-dflash/raw-random-t0-c4-r1.jsonl
 limits:
   description: The limits the run had, in seconds, given or derived from the workload (see O(request_timeout), O(request_deadline), O(run_deadline)).
   returned: unless in check mode or the options are invalid
@@ -506,18 +555,18 @@ limits:
       sample: 3016.0
   sample: {"request_timeout": 60.5, "request_deadline": 188.5, "run_deadline": 3016.0}
 result_file:
-  description: Where the result row was written.
+  description: The result file of the last repeat of RV(results).
   returned: unless in check mode
   type: str
-  sample: /root/bench_results/ct200-main/tp1-dflash/result-random-t0-c4.json
+  sample: /root/bench_results/ct200-main/tp1-dflash/result-random-t0-c4-r1.json
 elapsed_s:
-  description: Wall seconds of the whole module on the host, warm-up and cache flush included (RV(result.duration_s) is the measured run only).
+  description: Wall seconds of the whole module on the host, warm-up and cache flushes included (RV(result.duration_s) is one measured run only).
   returned: unless in check mode or the options are invalid
   type: float
   sample: 12.7
 cmd:
-  description: The SGLang client's command line.
-  returned: when O(harness=sglang)
+  description: The SGLang client's command line (of the first repeat run, the one with the warm-up).
+  returned: when O(harness=sglang) and a repeat was run
   type: list
   elements: str
   sample: ["/opt/sglang/bin/python", "-m", "sglang.benchmark.serving", "--backend", "sglang"]
@@ -536,8 +585,18 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.specdec.bench.plugins.module_utils._common import ID_PATTERN, is_id
 from ansible_collections.specdec.bench.plugins.module_utils._builtin_driver import run_builtin
 from ansible_collections.specdec.bench.plugins.module_utils._builtin_harness import read_prompts
-from ansible_collections.specdec.bench.plugins.module_utils._harness_run import dataset_name, prompts_shape, run_files, run_limits, workload
+from ansible_collections.specdec.bench.plugins.module_utils._harness import RESULT_KEYS, SCHEMA_VERSION, cell_summary
+from ansible_collections.specdec.bench.plugins.module_utils._harness_run import (
+    dataset_name,
+    prompts_shape,
+    reusable_row,
+    run_files,
+    run_limits,
+    workload,
+)
 from ansible_collections.specdec.bench.plugins.module_utils._sglang_client import run_sglang
+
+MAX_REPEATS = 100
 
 
 def main():
@@ -566,6 +625,7 @@ def main():
             request_deadline=dict(type='float'),
             run_deadline=dict(type='float'),
             fail_on_incomplete=dict(type='bool', default=True),
+            repeats=dict(type='int', default=1),
             python=dict(type='path', default='python3'),
             tokenizer=dict(type='str', no_log=False),
             extra_args=dict(type='list', elements='str', default=[]),
@@ -588,6 +648,8 @@ def main():
         module.fail_json(msg='top_k must be -1 or at least 1, got %d' % params['top_k'])
     if params['dataset'] is not None and not is_id(params['dataset'].get('name')):
         module.fail_json(msg='dataset.name must match %s, got %r' % (ID_PATTERN, params['dataset'].get('name')))
+    if not 1 <= params['repeats'] <= MAX_REPEATS:
+        module.fail_json(msg='repeats must be an integer from 1 to %d, got %d' % (MAX_REPEATS, params['repeats']))
     if params['warmup_requests'] < 0:
         module.fail_json(msg='warmup_requests must be at least 0')
     for key in ('request_timeout', 'request_deadline', 'run_deadline'):
@@ -611,28 +673,55 @@ def main():
         shape = prompts_shape(records, params['max_new_tokens'])
     if not os.path.isdir(params['output_dir']):
         os.makedirs(params['output_dir'])
-    result_path, raw_path, log_path = run_files(params['output_dir'], dataset_name(params), params['temperature'],
-                                                params['concurrency'])
+    files = dict((repeat, run_files(params['output_dir'], dataset_name(params), params['temperature'],
+                                    params['concurrency'], repeat)) for repeat in range(1, params['repeats'] + 1))
     limits = run_limits(params, shape)
     extra = {'limits': limits}
     num_prompts = None if records is None else len(records)
     if params['harness'] == 'sglang':
         first = records is not None and any(len(record['segments']) > 1 for record in records)
         row_workload = workload(params, num_prompts, 'first' if first else (params['dataset'] or {}).get('turns') or 'all')
-        row, error, extra['cmd'] = run_sglang(module, params, limits, result_path, raw_path, log_path, row_workload, records)
     else:
         row_workload = workload(params, num_prompts, (params['dataset'] or {}).get('turns') or 'all')
-        row, error = run_builtin(module, params, limits, result_path, raw_path, row_workload, records)
+    reused = {}
+    for repeat, (result_path, raw_path, _log) in files.items():
+        row = reusable_row(result_path, raw_path, dict(row_workload, harness=params['harness'], repeat=repeat), SCHEMA_VERSION)
+        if row is not None:
+            reused[repeat] = row
+    missing = [repeat for repeat in files if repeat not in reused]
+    measured, error = {}, None
+    if missing and params['harness'] == 'sglang':
+        rows, error, extra['cmd'] = run_sglang(module, params, limits, [(repeat,) + files[repeat] for repeat in missing],
+                                               row_workload, records)
+        measured = dict(zip(missing, rows))
+    elif missing:
+        rows, error = run_builtin(module, params, limits, [(repeat,) + files[repeat][:2] for repeat in missing],
+                                  row_workload, records)
+        measured = dict(zip(missing, rows))
     extra['elapsed_s'] = round(time.monotonic() - started, 4)
-    if error is None and not row['complete']:
-        error = '%d of %d requests completed' % (row['completed'], row['num_prompts'])
-        if row['errors']:
-            error += ': %s' % row['errors'][0]
+    results = []
+    for repeat in sorted(set(reused) | set(measured)):
+        row = reused.get(repeat) or measured[repeat]
+        results.append(dict(row, reused=repeat in reused, result_file=files[repeat][0]))
+    extra['results'] = results
+    summary = dict(cell_summary([dict((key, value) for key, value in item.items() if key in RESULT_KEYS) for item in results]),
+                   repeats=params['repeats'])
+    result_file = results[-1]['result_file']
+    if error is None:
+        incomplete = [row for row in measured.values() if not row['complete']]
+        if incomplete:
+            row = incomplete[0]
+            error = '%d of %d requests completed' % (row['completed'], row['num_prompts'])
+            if params['repeats'] > 1:
+                error = 'repeat %d of %d: %s' % (row['repeat'], params['repeats'], error)
+            if row['errors']:
+                error += ': %s' % row['errors'][0]
+    changed = bool(measured)
     if error and params['fail_on_incomplete']:
-        module.fail_json(msg=error, changed=True, result=row, result_file=result_path, **extra)
+        module.fail_json(msg=error, changed=changed, result=summary, result_file=result_file, **extra)
     if error:
         module.warn(error)
-    module.exit_json(changed=True, result=row, result_file=result_path, **extra)
+    module.exit_json(changed=changed, result=summary, result_file=result_file, **extra)
 
 
 if __name__ == '__main__':

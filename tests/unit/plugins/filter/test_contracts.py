@@ -16,8 +16,8 @@ def test_whole_layout_is_a_copy():
 
 def test_one_key_and_fields():
     assert results_layout('status') == 'status.json'
-    assert results_layout('result', dataset='random', temperature=0, concurrency=8) == 'result-random-t0-c8.json'
-    assert results_layout('raw', dataset='gsm8k', temperature=0.7, concurrency=2) == 'raw-gsm8k-t0.7-c2.jsonl'
+    assert results_layout('result', dataset='random', temperature=0, concurrency=8) == 'result-random-t0-c8-r1.json'
+    assert results_layout('raw', dataset='gsm8k', temperature=0.7, concurrency=2, repeat=3) == 'raw-gsm8k-t0.7-c2-r3.jsonl'
 
 
 def test_missing_field_is_named():

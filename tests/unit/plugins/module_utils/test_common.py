@@ -18,14 +18,20 @@ def test_ids_refused(value):
     assert not _common.is_id(value)
 
 
-def test_results_file_fills_dataset_temperature_concurrency():
-    assert _common.results_file('result', dataset='random', temperature=0, concurrency=4) == 'result-random-t0-c4.json'
-    assert _common.results_file('raw', dataset='gsm8k', temperature=0.7, concurrency=16) == 'raw-gsm8k-t0.7-c16.jsonl'
-    assert _common.results_file('result', dataset='mt-bench', temperature=1.0, concurrency=1) == 'result-mt-bench-t1-c1.json'
+def test_results_file_fills_dataset_temperature_concurrency_and_repeat():
+    assert _common.results_file('result', dataset='random', temperature=0, concurrency=4, repeat=2) == 'result-random-t0-c4-r2.json'
+    assert _common.results_file('raw', dataset='gsm8k', temperature=0.7, concurrency=16, repeat=3) == 'raw-gsm8k-t0.7-c16-r3.jsonl'
+    # repeat 1 unless given
+    assert _common.results_file('result', dataset='mt-bench', temperature=1.0, concurrency=1) == 'result-mt-bench-t1-c1-r1.json'
     # a template renders floats as text: the same name
-    assert _common.results_file('result', dataset='x', temperature='0.0', concurrency=2) == 'result-x-t0-c2.json'
-    assert _common.results_file('raw', dataset='x', temperature='*', concurrency='*') == 'raw-x-t*-c*.jsonl'
+    assert _common.results_file('result', dataset='x', temperature='0.0', concurrency=2) == 'result-x-t0-c2-r1.json'
+    assert _common.results_file('raw', dataset='x', temperature='*', concurrency='*', repeat='*') == 'raw-x-t*-c*-r*.jsonl'
     assert _common.results_file('status') == 'status.json'
+
+
+def test_the_names_before_repeats_are_the_layouts_without_the_repeat():
+    for key, name in _common.RESULTS_LAYOUT_BEFORE_REPEATS.items():
+        assert _common.RESULTS_LAYOUT[key].replace('-r{repeat}', '') == name
 
 
 @pytest.mark.parametrize('value, expected', [(0, '0'), (0.0, '0'), (0.7, '0.7'), (1, '1'), (1.0, '1'), (0.25, '0.25'),

@@ -210,10 +210,10 @@ def test_prompts_and_arrivals_are_seeded():
 @pytest.mark.parametrize('concurrency', [1, 4, 64])
 def test_bench_run_writes_the_layouts_names(concurrency):
     """bench_run names its files with these; they are the collection's results layout (module_utils/_common.py)."""
-    fields = dict(dataset='gsm8k', temperature='0.7', concurrency=concurrency)
-    assert harness.result_file_name('gsm8k', 0.7, concurrency) == RESULTS_LAYOUT['result'].format(**fields)
-    assert harness.raw_file_name('gsm8k', 0.7, concurrency) == RESULTS_LAYOUT['raw'].format(**fields)
-    assert harness.raw_file_name('random', 0, concurrency, 'log') == 'raw-random-t0-c%d.log' % concurrency
+    fields = dict(dataset='gsm8k', temperature='0.7', concurrency=concurrency, repeat=2)
+    assert harness.result_file_name('gsm8k', 0.7, concurrency, 2) == RESULTS_LAYOUT['result'].format(**fields)
+    assert harness.raw_file_name('gsm8k', 0.7, concurrency, repeat=2) == RESULTS_LAYOUT['raw'].format(**fields)
+    assert harness.raw_file_name('random', 0, concurrency, 'log') == 'raw-random-t0-c%d-r1.log' % concurrency
 
 
 def turn(conversation, turn_index, final, success=True, tokens=4, verify=2):
@@ -235,3 +235,20 @@ def test_builtin_counts_conversations_as_prompts_and_turns_as_requests():
 
 def test_finite_is_the_collections():
     assert harness.finite is _common.finite
+
+
+def test_a_cells_summary_is_its_one_row_or_the_means_and_sums_of_its_repeats():
+    one = harness.result_row(repeat=1, repeats=1, completed=4, output_throughput=10.0, raw_file='/r/raw-x-r1.jsonl')
+    assert harness.cell_summary([one]) == one
+    rows = [harness.result_row(harness='builtin', concurrency=4, repeat=r, repeats=3, completed=4, failed=0, complete=True,
+                               output_throughput=t, accept_length=a, median_ttft_ms=m, accept_length_flag=f,
+                               errors=e, raw_file='/r/raw-x-r%d.jsonl' % r)
+            for r, t, a, m, f, e in ((1, 10.0, 3.0, None, False, []), (2, 20.0, 2.0, 5.0, True, ['boom']),
+                                     (3, 30.0, None, 7.0, False, ['boom', 'bang']))]
+    summary = harness.cell_summary(rows)
+    assert set(summary) == set(harness.RESULT_KEYS)
+    assert (summary['output_throughput'], summary['accept_length'], summary['median_ttft_ms']) == (20.0, 2.5, 6.0)
+    assert (summary['completed'], summary['failed'], summary['complete'], summary['accept_length_flag']) == (12, 0, True, True)
+    assert (summary['repeat'], summary['repeats'], summary['raw_file'], summary['concurrency']) == (None, 3, None, 4)
+    assert summary['errors'] == ['boom', 'bang']
+    assert harness.cell_summary([dict(rows[0], complete=False), rows[1]])['complete'] is False

@@ -37,9 +37,9 @@ def builtin_args(emu, tmp_path, concurrency, num_prompts=8, **extra):
 
 
 def read_files(tmp_path, concurrency, dataset='random', temperature='0'):
-    with open(str(tmp_path / 'stage' / ('result-%s-t%s-c%d.json' % (dataset, temperature, concurrency))), encoding='utf-8') as handle:
+    with open(str(tmp_path / 'stage' / ('result-%s-t%s-c%d-r1.json' % (dataset, temperature, concurrency))), encoding='utf-8') as handle:
         row = json.load(handle)
-    with open(str(tmp_path / 'stage' / ('raw-%s-t%s-c%d.jsonl' % (dataset, temperature, concurrency))), encoding='utf-8') as handle:
+    with open(str(tmp_path / 'stage' / ('raw-%s-t%s-c%d-r1.jsonl' % (dataset, temperature, concurrency))), encoding='utf-8') as handle:
         records = [json.loads(line) for line in handle]
     return row, records
 
@@ -66,7 +66,7 @@ def test_builtin_completes_every_prompt_with_speculative_acceptance(run_module, 
     assert 0 < row['median_ttft_ms'] <= row['p99_ttft_ms'] < row['p99_e2e_latency_ms']
     assert row['mean_itl_ms'] > 0 and row['mean_tpot_ms'] > 0 and row['output_throughput'] > 0
     assert row['mean_client_lag_ms'] >= 0 and row['stage'] == 'tp1-test'
-    assert result['result_file'] == str(tmp_path / 'stage' / ('result-random-t0-c%d.json' % concurrency))
+    assert result['result_file'] == str(tmp_path / 'stage' / ('result-random-t0-c%d-r1.json' % concurrency))
     written, records = read_files(tmp_path, concurrency)
     assert written == row
     assert [r['warmup'] for r in records].count(True) == 1 and len(records) == 9
@@ -189,10 +189,10 @@ def test_sglang_harness_runs_the_older_client_when_the_newer_is_missing(run_modu
         'sglang', 8, True, 3.526315789473684)
     assert row['accept_length'] is None and row['dataset'] == 'random'  # the client keeps no per-request verify count
     written, _records = read_files(tmp_path, 4)
-    assert written == row and row['raw_file'] == str(tmp_path / 'stage' / 'raw-random-t0-c4.jsonl')
-    assert 'Serving Benchmark Result' in (tmp_path / 'stage' / 'raw-random-t0-c4.log').read_text()
+    assert written == row and row['raw_file'] == str(tmp_path / 'stage' / 'raw-random-t0-c4-r1.jsonl')
+    assert 'Serving Benchmark Result' in (tmp_path / 'stage' / 'raw-random-t0-c4-r1.log').read_text()
     assert sorted(os.listdir(str(tmp_path / 'stage'))) == [
-        'raw-random-t0-c4.jsonl', 'raw-random-t0-c4.log', 'result-random-t0-c4.json']
+        'raw-random-t0-c4-r1.jsonl', 'raw-random-t0-c4-r1.log', 'result-random-t0-c4-r1.json']
 
 
 def test_sglang_client_that_fails_leaves_an_incomplete_result(run_module, monkeypatch, tmp_path):
@@ -304,7 +304,7 @@ def test_the_run_deadline_ends_the_run_and_keeps_what_finished(run_module, scrip
     if fail_on_incomplete:
         assert result['exit_code'] == 1 and result['msg'] == '2 of 4 requests completed: ' + reason
     else:
-        assert result['exit_code'] == 0 and result['result_file'].endswith('result-random-t0-c1.json')
+        assert result['exit_code'] == 0 and result['result_file'].endswith('result-random-t0-c1-r1.json')
     written, records = read_files(tmp_path, 1)
     assert written == row and result['limits']['run_deadline'] == 1000.0
     measured = sorted((r for r in records if not r['warmup']), key=lambda r: r['index'])
@@ -327,7 +327,7 @@ def test_a_server_claiming_more_tokens_than_asked_fails_the_request_and_keeps_th
     reason = 'BrokenResponse: the server claims completion_tokens 50000000, more than the 4 asked for'
     assert result['exit_code'] == 0 and result['result']['errors'] == [reason]
     assert (result['result']['completed'], result['result']['total_output_tokens']) == (1, 4)
-    assert os.path.getsize(str(tmp_path / 'stage' / 'raw-random-t0-c1.jsonl')) < 10000
+    assert os.path.getsize(str(tmp_path / 'stage' / 'raw-random-t0-c1-r1.jsonl')) < 10000
     _row, records = read_files(tmp_path, 1)
     assert [(r['index'], r['error'], len(r['itl_s'])) for r in records if not r['success']] == [(1, reason, 0)]
 

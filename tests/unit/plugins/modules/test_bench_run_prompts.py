@@ -56,9 +56,9 @@ def prompts_args(base_url, tmp_path, **extra):
 
 def read_run(tmp_path, dataset='demo-set', temperature='0', concurrency=2):
     stem = '%s-t%s-c%d' % (dataset, temperature, concurrency)
-    with open(str(tmp_path / 'stage' / ('result-%s.json' % stem)), encoding='utf-8') as handle:
+    with open(str(tmp_path / 'stage' / ('result-%s-r1.json' % stem)), encoding='utf-8') as handle:
         row = json.load(handle)
-    with open(str(tmp_path / 'stage' / ('raw-%s.jsonl' % stem)), encoding='utf-8') as handle:
+    with open(str(tmp_path / 'stage' / ('raw-%s-r1.jsonl' % stem)), encoding='utf-8') as handle:
         records = [json.loads(line) for line in handle]
     return row, [record for record in records if not record['warmup']]
 
@@ -96,7 +96,7 @@ def test_builtin_runs_the_prompts_with_per_request_acceptance_and_eos(run_module
     assert (row['temperature'], row['top_p'], row['top_k'], row['ignore_eos'], row['max_new_tokens'], row['turns']) == (
         0.0, 1.0, -1, False, 400, 'all')
     assert row['input_len'] is None and row['output_len'] is None
-    assert result['result_file'] == str(tmp_path / 'stage' / 'result-demo-set-t0-c2.json')
+    assert result['result_file'] == str(tmp_path / 'stage' / 'result-demo-set-t0-c2-r1.json')
 
 
 def test_builtin_temperature_names_the_files_and_lowers_acceptance(run_module, dflash, tmp_path):
@@ -104,9 +104,9 @@ def test_builtin_temperature_names_the_files_and_lowers_acceptance(run_module, d
     hot = run_module(bench_run, prompts_args(dflash.base_url, tmp_path, ignore_eos=True, max_new_tokens=48,
                                              temperature=1.0, top_p=0.9, top_k=20))
     assert greedy['exit_code'] == 0 and hot['exit_code'] == 0, (greedy, hot)
-    assert hot['result_file'].endswith('result-demo-set-t1-c2.json')
+    assert hot['result_file'].endswith('result-demo-set-t1-c2-r1.json')
     assert sorted(os.listdir(str(tmp_path / 'stage'))) == [
-        'raw-demo-set-t0-c2.jsonl', 'raw-demo-set-t1-c2.jsonl', 'result-demo-set-t0-c2.json', 'result-demo-set-t1-c2.json']
+        'raw-demo-set-t0-c2-r1.jsonl', 'raw-demo-set-t1-c2-r1.jsonl', 'result-demo-set-t0-c2-r1.json', 'result-demo-set-t1-c2-r1.json']
     assert hot['result']['accept_length'] < greedy['result']['accept_length']
     # ignore_eos: every request runs to max_new_tokens
     assert greedy['result']['total_output_tokens'] == 5 * 48 and greedy['result']['mean_output_len'] == 48
@@ -180,8 +180,9 @@ def test_a_disagreement_with_server_info_beyond_two_percent_is_flagged(run_modul
         for figure, flagged in ((2.5, False), (2.54, False), (2.56, True), (3.0, True), (2.4, True)):
             monkeypatch.setattr(_builtin_driver, 'request_json', lambda *_a, value=figure, **_k: {
                 'internal_states': [{'avg_spec_accept_length': value}]})
+            # a folder per figure: the same requests in one folder would reuse the first run's complete result
             result = run_module(bench_run, prompts_args(server.base_url, tmp_path, concurrency=1, warmup_requests=0,
-                                                        max_new_tokens=16))
+                                                        max_new_tokens=16, output_dir=str(tmp_path / str(figure))))
             row = result['result']
             assert row['accept_length'] == 3.0 and row['accept_length_server_info'] == figure
             assert row['accept_length_disagreement'] == pytest.approx(abs(figure - 2.5) / figure)
@@ -219,7 +220,7 @@ def test_sglang_harness_runs_the_same_prompts_first_turns(run_module, monkeypatc
     assert result['exit_code'] == 0, result
     command = client.commands[-1]
     flags = options(command[3:])
-    input_file = str(tmp_path / 'stage' / 'raw-demo-set-t0.7-c2.input.jsonl')
+    input_file = str(tmp_path / 'stage' / 'raw-demo-set-t0.7-c2-r1.input.jsonl')
     assert (flags['--dataset-name'], flags['--dataset-path'], flags['--num-prompts']) == ('custom', input_file, '8')
     assert (flags['--sharegpt-output-len'], flags['--temperature'], flags['--top-p']) == ('400', '0.7', '0.9')
     assert flags['--disable-ignore-eos'] is True and '--apply-chat-template' not in flags and '--random-input-len' not in flags
