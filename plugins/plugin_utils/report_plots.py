@@ -6,6 +6,9 @@
 
 plot_series and plot_figures are plain data of the report's rows (testable without matplotlib); _draw turns a figure
 into PNG bytes; write_plots draws only the figures whose input or file changed since the cache was written.
+The papers' figures (paper_figures) follow report_tables.paper_rows: per host and TP, speedup and tau per dataset as
+grouped bars per method, and speedup against the DDTree budget with one line per dataset; whiskers are the 95%
+intervals over the repeats (none with one repeat).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from ansible_collections.specdec.bench.plugins.module_utils._common import file_
 from ansible_collections.specdec.bench.plugins.plugin_utils.report_read import MEASURED
 from ansible_collections.specdec.bench.plugins.plugin_utils.report_render import named_runs
 from ansible_collections.specdec.bench.plugins.plugin_utils.report_rows import BASELINE_METHOD, METHOD_NAMES
+from ansible_collections.specdec.bench.plugins.plugin_utils.report_tables import figure_key, paper_rows
 
 # The sweep parameter of the budget plots.
 BUDGET_PARAM = 'budget'
@@ -127,7 +131,68 @@ def plot_figures(report):
                 runs.append((row['dataset'], row['temperature']))
         for run in runs:
             figures += _run_figures(report, host['host'], run, named, methods, baseline_label)
+    return figures + paper_figures(report)
+
+
+def _interval(cell, metric):
+    """(mean, ci low, ci high) of a cell's metric; the ends are None without repeats."""
+    if cell is None or cell.get(metric) is None:
+        return None
+    return (cell[metric], cell.get(metric + '_ci_low'), cell.get(metric + '_ci_high'))
+
+
+def paper_figures(report):
+    """The papers' figures as plain data, [(file name, figure_key(host, tp, kind), spec)], per table of paper_rows:
+
+    'per_dataset': two panels, speedup and tau, each a group of bars per run (dataset, temperature) with one bar per
+    speculative method at the setting the table chose (named above the bar), whiskers its 95% interval;
+    'speedup_vs_budget_per_dataset': per run one line of speedup against the DDTree budget, at the run's concurrency
+    and the top-k the table's chosen setting has, whiskers the speedup's interval. Only where a budget was swept.
+    """
+    baseline = report['baseline_method']
+    baseline_label = METHOD_NAMES.get(baseline, baseline)
+    figures = []
+    for table in paper_rows(report):
+        host, tp = table['host'], table['tp']
+        safe = '%s-tp%s' % (re.sub('[^A-Za-z0-9._-]', '_', host), tp)
+        runs = ['%s\nT=%g' % (row['dataset'], row['temperature']) for row in table['rows']]
+        methods = [item for item in table['methods'] if item['method'] != baseline]
+        panels = []
+        for metric, label in (('speedup', 'speedup over %s' % baseline_label), ('accept_length', 'acceptance length τ')):
+            bars = [(item['label'], [_interval(row['cells'].get(item['method']), metric) for row in table['rows']],
+                     [(row['cells'].get(item['method']) or {}).get('choice') for row in table['rows']]) for item in methods]
+            panels.append({'metric': metric, 'label': label, 'bars': bars})
+        figures.append(('per_dataset-%s.png' % safe, figure_key(host, tp, 'per_dataset'), {
+            'kind': 'per_dataset', 'runs': runs, 'panels': panels, 'baseline': baseline_label,
+            'title': 'Speedup and τ per dataset, %s TP%s (campaign %s; best setting per method)' % (host, tp, report['campaign'])}))
+        lines = _budget_lines(report, table)
+        if lines:
+            figures.append(('speedup_vs_budget_per_dataset-%s.png' % safe, figure_key(host, tp, 'speedup_vs_budget_per_dataset'), {
+                'kind': 'budget_per_dataset', 'lines': lines, 'baseline': baseline_label,
+                'x': sorted(set(point[0] for _label, points in lines for point in points)),
+                'title': 'Speedup vs DDTree budget per dataset, %s TP%s (campaign %s)' % (host, tp, report['campaign'])}))
     return figures
+
+
+def _budget_lines(report, table):
+    """[(legend, [(budget, speedup, ci low, ci high)])] of one papers' table: per run the budget sweep of the method
+    the table chose a budget for, at the chosen top-k and the run's concurrency."""
+    lines = []
+    for paper in table['rows']:
+        cell = next((cell for cell in paper['cells'].values() if cell.get(BUDGET_PARAM) is not None), None)
+        if cell is None:
+            continue
+        method = next(row['method'] for row in report['rows'] if row['stage'] == cell['stage'] and row['host'] == table['host'])
+        points = sorted((row[BUDGET_PARAM], row['speedup'], row.get('speedup_ci_low'), row.get('speedup_ci_high'))
+                        for row in report['rows']
+                        if row['host'] == table['host'] and row['tp'] == table['tp'] and row['method'] == method
+                        and row['status'] == MEASURED and row['speedup'] is not None and row[BUDGET_PARAM] is not None
+                        and row['topk'] == cell['topk'] and (row['dataset'], row['temperature'], row['concurrency']) == (
+                            paper['dataset'], paper['temperature'], paper['concurrency']))
+        if points:
+            topk = ', top-k %s' % cell['topk'] if cell['topk'] is not None else ''
+            lines.append(('%s, T=%g (c=%s%s)' % (paper['dataset'], paper['temperature'], paper['concurrency'], topk), points))
+    return lines
 
 
 def _run_figures(report, name, run, named, methods, baseline_label):
@@ -178,6 +243,8 @@ def _run_figures(report, name, run, named, methods, baseline_label):
 
 def _draw(spec):
     """The PNG bytes of one figure spec (see plot_figures). Imports matplotlib: raises ImportError without it."""
+    if spec['kind'] in _PAPER_DRAW:
+        return _PAPER_DRAW[spec['kind']](spec)
     from matplotlib.backends.backend_agg import FigureCanvasAgg  # pylint: disable=import-outside-toplevel
     from matplotlib.figure import Figure  # pylint: disable=import-outside-toplevel
     from matplotlib.ticker import MaxNLocator  # pylint: disable=import-outside-toplevel
@@ -222,8 +289,79 @@ def _draw(spec):
     return _png(figure)
 
 
+def _new_figure(count, width=None):
+    """A figure of count panels side by side, the legend at the right (as _draw lays them out)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg  # pylint: disable=import-outside-toplevel
+    from matplotlib.figure import Figure  # pylint: disable=import-outside-toplevel
+
+    width = width or PANEL_INCHES[0] * count + 0.6 + LEGEND_INCHES
+    figure = Figure(figsize=(width, PANEL_INCHES[1]))
+    FigureCanvasAgg(figure)
+    axes = [figure.add_subplot(1, count, number + 1) for number in range(count)]
+    figure.subplots_adjust(right=1.0 - LEGEND_INCHES / width, **dict(FIGURE_MARGINS, left=0.55 / width))
+    return figure, axes
+
+
+def _whiskers(points):
+    """Matplotlib's yerr ([below], [above]) of (mean, low, high) points; None when no point has an interval."""
+    if not any(point[1] is not None and point[2] is not None for point in points):
+        return None
+    return ([point[0] - point[1] if point[1] is not None else 0.0 for point in points],
+            [point[2] - point[0] if point[2] is not None else 0.0 for point in points])
+
+
+def _draw_per_dataset(spec):
+    """Grouped bars: per run a group, per method a bar (its chosen setting written above it), whiskers the intervals."""
+    count = len(spec['runs'])
+    figure, axes = _new_figure(2, width=max(PANEL_INCHES[0], 0.9 * count + 1.2) * 2 + 0.6 + LEGEND_INCHES)
+    for axis, panel in zip(axes, spec['panels']):
+        width = 0.8 / max(len(panel['bars']), 1)
+        for number, (label, values, choices) in enumerate(panel['bars']):
+            xs = [run + (number - (len(panel['bars']) - 1) / 2.0) * width for run in range(count)]
+            kept = [(x, value, choice) for x, value, choice in zip(xs, values, choices) if value is not None]
+            if not kept:
+                continue
+            points = [value for _x, value, _c in kept]
+            axis.bar([x for x, _v, _c in kept], [point[0] for point in points], width, yerr=_whiskers(points), capsize=2,
+                     color='C%d' % (number % 10), label=label, error_kw={'linewidth': 0.8})
+            for x, value, choice in kept:
+                if choice:
+                    axis.text(x, (value[2] if value[2] is not None else value[0]), choice, ha='center', va='bottom',
+                              fontsize=6, rotation=90)
+        if panel['metric'] == 'speedup':
+            axis.axhline(1.0, linestyle=':', linewidth=0.8, color='black', label='%s (1.0x)' % spec['baseline'])
+        axis.set_xticks(list(range(count)), spec['runs'], fontsize=7)
+        axis.set_ylabel(panel['label'])
+        axis.set_title(panel['label'], fontsize=9, y=1.0)
+        axis.grid(True, axis='y', alpha=0.3)
+    _figure_legend(figure, axes)
+    figure.suptitle(spec['title'], fontsize=10)
+    return _png(figure)
+
+
+def _draw_budget_per_dataset(spec):
+    """Speedup against the budget, one line per run, whiskers the intervals."""
+    figure, axes = _new_figure(1)
+    axis = axes[0]
+    for number, (legend, points) in enumerate(spec['lines']):
+        values = [(speedup, low, high) for _b, speedup, low, high in points]
+        axis.errorbar([math.log2(point[0]) for point in points], [value[0] for value in values], yerr=_whiskers(values),
+                      marker='o', capsize=2, color='C%d' % (number % 10), label=legend)
+    axis.axhline(1.0, linestyle=':', linewidth=0.8, color='black')
+    _log2_axis(axis, spec['x'], 'DDTree budget B (tree nodes)')
+    axis.set_ylabel('speedup over %s' % spec['baseline'])
+    axis.grid(True, alpha=0.3)
+    _figure_legend(figure, axes)
+    figure.suptitle(spec['title'], fontsize=10)
+    return _png(figure)
+
+
+_PAPER_DRAW = {'per_dataset': _draw_per_dataset, 'budget_per_dataset': _draw_budget_per_dataset}
+
+
 def write_plots(report, output_dir, write, keep=None, cache=None):
-    """Draw the plots; {(host, dataset, temperature, 'speedup'|'accept_length'|'throughput'): file name} and the new cache.
+    """Draw the plots; {(host, dataset, temperature, 'speedup'|'accept_length'|'throughput'): file name}, plus
+    {report_tables.figure_key(host, tp, 'per_dataset'|'speedup_vs_budget_per_dataset'): file name}, and the new cache.
 
     write(name, data) stores a drawn file, keep(name) registers one left as it is. A figure whose input (and the drawing
     code's PLOT_STYLE) is what cache says it was when its file, still unchanged, was drawn is not drawn again: the same

@@ -43,3 +43,48 @@ def test_a_broken_plot_cache_only_means_drawing_again(tmp_path):
     cache = {'a.png': {'input': 'x', 'sha256': 'y'}}
     (tmp_path / report_plots.PLOT_CACHE).write_bytes(report_plots.render_plot_cache(cache))
     assert report_plots.read_plot_cache(str(tmp_path)) == cache
+
+
+def test_papers_figures_are_drawn_per_host_and_tp_and_only_when_their_input_changed(tmp_path, monkeypatch):
+    from test_report_tables import make_report  # pylint: disable=import-outside-toplevel
+    report = make_report()
+    papers = report_plots.paper_figures(report)
+    assert [(name, key) for name, key, _spec in papers] == [
+        ('per_dataset-ct200-tp1.png', ('ct200', 'TP1', None, 'per_dataset')),
+        ('speedup_vs_budget_per_dataset-ct200-tp1.png', ('ct200', 'TP1', None, 'speedup_vs_budget_per_dataset'))]
+    bars = papers[0][2]['panels'][0]['bars']
+    assert [label for label, _values, _choices in bars] == ['DFlash', 'DDTree']
+    assert bars[1][1][0] == (2.31, 2.26, 2.36) and bars[1][2] == ['B=64', 'B=128']  # the table's choice, its interval
+    lines = papers[1][2]['lines']
+    assert [legend for legend, _points in lines] == ['gsm8k, T=0 (c=1, top-k 4)', 'spec-bench_v1 <b>|&$%#, T=0 (c=1, top-k 4)']
+    assert lines[0][1] == [(32, 2.10, 2.02, 2.18), (64, 2.31, 2.26, 2.36), (128, 2.20, 2.12, 2.28)]
+    files = {}
+
+    def write(name, data):
+        files[name] = data
+        (tmp_path / name).write_bytes(data)
+    made, cache = report_plots.write_plots(report, str(tmp_path), write, keep=lambda name: None)
+    assert made[('ct200', 'TP1', None, 'per_dataset')] == 'per_dataset-ct200-tp1.png'
+    for name in ('per_dataset-ct200-tp1.png', 'speedup_vs_budget_per_dataset-ct200-tp1.png'):
+        assert files[name][:8] == b'\x89PNG\r\n\x1a\n' and len(files[name]) > 10000
+    drawn = []
+    real_draw = report_plots._draw  # pylint: disable=protected-access
+    monkeypatch.setattr(report_plots, '_draw', lambda spec: drawn.append(spec['kind']) or real_draw(spec))
+    _made, cache = report_plots.write_plots(report, str(tmp_path), write, keep=lambda name: None, cache=cache)
+    assert drawn == []
+    row = next(row for row in report['rows'] if row['stage'] == 'tp1-ddtree-b32-k4' and row['concurrency'] == 1
+               and row['dataset'] == 'gsm8k')
+    row['speedup_ci_high'] = 2.25  # the interval of a budget that is not the best: only the budget figure changes
+    report_plots.write_plots(report, str(tmp_path), write, keep=lambda name: None, cache=cache)
+    assert drawn == ['budget_per_dataset']
+
+
+def test_papers_figures_without_repeats_have_no_whiskers():
+    from test_report_tables import make_report  # pylint: disable=import-outside-toplevel
+    report = make_report()
+    for row in report['rows']:
+        row.update(speedup_ci_low=None, speedup_ci_high=None, accept_length_ci_low=None, accept_length_ci_high=None)
+    per_dataset, budget = [spec for _name, _key, spec in report_plots.paper_figures(report)]
+    assert report_plots._whiskers([value for value in per_dataset['panels'][0]['bars'][1][1]]) is None  # pylint: disable=protected-access
+    assert report_plots._whiskers([(s, lo, hi) for _b, s, lo, hi in budget['lines'][0][1]]) is None  # pylint: disable=protected-access
+    assert report_plots._draw(per_dataset)[:4] == b'\x89PNG'  # pylint: disable=protected-access
