@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 # What makes a stage's results that stage's: a stage recorded in campaign.json with other values is another experiment.
+# Not `repeats`: more repeats of the same experiment fill it in.
 IDENTITY_KEYS = ('method', 'params', 'tp', 'gpus', 'workload', 'concurrency', 'model_path', 'draft_path')
 # A plan still finds these infeasible: a stage recorded so is done, one that fits now runs.
 _DONE = 'ok'
@@ -21,17 +22,28 @@ def _stages(status):
     return stages if isinstance(stages, Mapping) else {}
 
 
+def recorded_repeats(status):
+    """The repeats an ok stage's status records; 1 for a status from before repeats (or one that names none)."""
+    repeats = (status or {}).get('repeats') if isinstance(status, Mapping) else None
+    return repeats if isinstance(repeats, int) and not isinstance(repeats, bool) and repeats >= 1 else 1
+
+
+def stage_done(stage, status):
+    """Whether a planned stage is finished by its recorded status: ok with at least the planned repeats (a stage's
+    `repeats`, 1 when it names none), or infeasible while the plan still finds it so."""
+    found = (status or {}).get('status') if isinstance(status, Mapping) else None
+    if found == _DONE:
+        return recorded_repeats(status) >= (stage.get('repeats') or 1)
+    return found == _INFEASIBLE and not stage.get('feasible')
+
+
 def campaign_done(plan_stages, status, force=False):
-    """The ids of the planned stages this run skips: status ok, or infeasible while the plan still finds them so."""
+    """The ids of the planned stages this run skips: status ok with at least the planned repeats, or infeasible while
+    the plan still finds them so."""
     if force:
         return []
     recorded = _stages(status)
-    done = []
-    for stage in plan_stages or []:
-        found = (recorded.get(stage['id']) or {}).get('status')
-        if found == _DONE or (found == _INFEASIBLE and not stage.get('feasible')):
-            done.append(stage['id'])
-    return done
+    return [stage['id'] for stage in plan_stages or [] if stage_done(stage, recorded.get(stage['id']))]
 
 
 def campaign_spec_changes(plan_stages, recorded_plan, keys=IDENTITY_KEYS):
@@ -61,8 +73,9 @@ def _number(value, fmt):
 
 
 def headline_text(headline):
-    """' | [<dataset> T<temperature> ]c<concurrency> <tok/s> tok/s[ tau <accept length>]' for each harness run of a
-    stage's headline (the dataset and temperature where the run names them)."""
+    """' | [<dataset> T<temperature> ]c<concurrency> <tok/s> tok/s[ tau <accept length>][ (mean of <repeats>)]' for
+    each harness run of a stage's headline (the dataset and temperature where the run names them; the means of its
+    repeats where it has more than one)."""
     parts = []
     for run in headline or []:
         where = ''
@@ -71,6 +84,8 @@ def headline_text(headline):
         part = ' | %sc%s %s tok/s' % (where, run.get('concurrency'), _number(run.get('output_throughput'), '%.1f'))
         if run.get('accept_length') is not None:
             part += ' tau %.2f' % run['accept_length']
+        if isinstance(run.get('repeats'), int) and run['repeats'] > 1:
+            part += ' (mean of %d)' % run['repeats']
         parts.append(part)
     return ''.join(parts)
 

@@ -37,7 +37,7 @@ _FLAG_RE = re.compile(r'--[A-Za-z0-9][A-Za-z0-9_-]*\Z')
 CAMPAIGN_MAX_LEN = 64
 UNIT_PREFIX = 'specdec-'
 
-SPEC_KEYS = ('campaign', 'description', 'model', 'draft', 'tp', 'methods', 'workload', 'concurrency',
+SPEC_KEYS = ('campaign', 'description', 'model', 'draft', 'tp', 'methods', 'workload', 'concurrency', 'repeats',
              'mem_fraction', 'min_kv_headroom_gib', 'extra_args', 'env')
 MODEL_KEYS = ('path', 'bytes')
 TP_KEYS = ('size', 'gpus', 'id')
@@ -57,6 +57,9 @@ PARAM_TYPES = ('int',)
 STAGE_FIELDS = ('model', 'draft', 'tp', 'port')
 COMMON_FLAGS = ('--model-path', '--tp-size', '--host', '--port', '--mem-fraction-static')
 POSITIVE_INT = 'a positive integer (1, 2, 3, ...)'
+# spec.repeats: measurements of each (dataset, temperature, concurrency) of a stage, after one warm-up (bench_run).
+DEFAULT_REPEATS = 1
+MAX_REPEATS = 100
 ONE_LINE = 'text on one line (no control characters: systemd ends a unit line at CR and NUL too)'
 # Where an infinity means something: an unbounded request rate.
 INFINITY_ALLOWED = ('workload.request_rate',)
@@ -503,6 +506,15 @@ def _spec_concurrency(concurrency):
     return list(values)
 
 
+def _spec_repeats(repeats):
+    """How many times each dataset, temperature and concurrency of a stage is measured: 1 unless given."""
+    if repeats is None:
+        return DEFAULT_REPEATS
+    if not _is_int(repeats) or not 1 <= repeats <= MAX_REPEATS:
+        _fail('spec.repeats', 'is %r' % (repeats,), 'an integer from 1 to %d (default %d)' % (MAX_REPEATS, DEFAULT_REPEATS))
+    return repeats
+
+
 def _spec_stoppable(stoppable):
     if stoppable is None:
         return []
@@ -639,6 +651,7 @@ def _validate(spec, table, build=None):
         'tp': _spec_tp(spec.get('tp')),
         'workload': _spec_workload(spec.get('workload')),
         'concurrency': _spec_concurrency(spec.get('concurrency')),
+        'repeats': _spec_repeats(spec.get('repeats')),
         'extra_args': extra_args,
         'env': env,
     }
@@ -790,6 +803,7 @@ def _stage(plan, table, tp, indices, why_not, host, method, params, port, stoppa
         'env': env,
         'workload': copy.deepcopy(plan['workload']),
         'concurrency': list(plan['concurrency']),
+        'repeats': plan['repeats'],
         'sglang_build': dict(plan['sglang_build']),
         'feasible': reason is None,
         'reason': reason,

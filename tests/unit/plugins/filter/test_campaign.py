@@ -133,3 +133,35 @@ def test_stage_progress_line_names_each_runs_dataset_and_temperature():
         {'dataset': 'mt-bench', 'temperature': 0.7, 'concurrency': 4, 'output_throughput': None, 'accept_length': None}]}
     assert stage_progress_line(ok) == (
         'tp1-dflash-n16: ok | gsm8k T0 c1 41.2 tok/s tau 3.46 | mt-bench T0.7 c4 - tok/s')
+
+
+def test_an_ok_stage_is_done_only_with_the_planned_repeats():
+    planned = [dict(PLAN[0], repeats=3), dict(PLAN[1], repeats=3), dict(PLAN[2], repeats=3)]
+    status = {'stages': {'tp1-autoregressive': {'status': 'ok', 'repeats': 2},
+                         'tp1-dflash-n16': {'status': 'ok', 'repeats': 3},
+                         'tp8-autoregressive': {'status': 'infeasible'}}}
+    # fewer repeats than planned: runs again (filling in); infeasible does not count repeats
+    assert campaign_done(planned, status) == ['tp1-dflash-n16', 'tp8-autoregressive']
+    # more recorded than planned is done; a status from before repeats counts as 1, a plan without as 1
+    status['stages']['tp1-autoregressive']['repeats'] = 5
+    assert campaign_done(planned, status) == ['tp1-autoregressive', 'tp1-dflash-n16', 'tp8-autoregressive']
+    assert campaign_done([dict(PLAN[0], repeats=2)], STATUS) == []
+    assert campaign_done([dict(PLAN[0], repeats=1)], STATUS) == ['tp1-autoregressive']
+    assert campaign_done(PLAN, {'stages': {'tp1-autoregressive': {'status': 'ok', 'repeats': True}}}) == ['tp1-autoregressive']
+    assert campaign_done([dict(PLAN[0], repeats=2)], {'stages': {'tp1-autoregressive': {'status': 'ok', 'repeats': '3'}}}) == []
+    assert campaign_done(planned, status, force=True) == []
+
+
+def test_raising_repeats_is_not_a_spec_change():
+    assert campaign_spec_changes([dict(PLAN[0], repeats=3)], [dict(PLAN[0], repeats=1)]) == []
+    assert campaign_spec_changes([dict(PLAN[0], repeats=3)], [PLAN[0]]) == []
+
+
+def test_the_progress_line_says_a_runs_figures_are_the_means_of_its_repeats():
+    ok = {'stage': 'tp1-dflash-n16', 'status': 'ok', 'repeats': 3, 'headline': [
+        {'dataset': 'gsm8k', 'temperature': 0.0, 'concurrency': 1, 'output_throughput': 41.24, 'accept_length': 3.456,
+         'repeats': 3},
+        {'dataset': 'gsm8k', 'temperature': 0.0, 'concurrency': 4, 'output_throughput': 90.0, 'accept_length': None,
+         'repeats': 1}]}
+    assert stage_progress_line(ok) == (
+        'tp1-dflash-n16: ok | gsm8k T0 c1 41.2 tok/s tau 3.46 (mean of 3) | gsm8k T0 c4 90.0 tok/s')

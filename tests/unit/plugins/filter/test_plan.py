@@ -638,3 +638,23 @@ def test_an_infinite_request_rate_means_all_at_once():
     spec = ct200_spec()
     spec['workload']['request_rate'] = float('inf')
     assert {stage['workload']['request_rate'] for stage in plan(spec=spec)} == {'inf'}
+
+
+# --- repeats --------------------------------------------------------------------------------------------------------
+
+def test_every_stage_carries_the_specs_repeats_one_unless_given():
+    assert {stage['repeats'] for stage in plan()} == {1}
+    spec = ct200_spec()
+    spec['repeats'] = 3
+    assert {stage['repeats'] for stage in plan(spec=spec)} == {3}
+    spec['repeats'] = 100
+    assert {stage['repeats'] for stage in plan(spec=spec)} == {100}
+
+
+@pytest.mark.parametrize('value', [True, False, 0, -1, 101, '3', 2.0, [3]])
+def test_bad_repeats_are_refused_naming_the_field_and_the_allowed_values(value):
+    spec = ct200_spec()
+    spec['repeats'] = value
+    with pytest.raises(AnsibleFilterError, match=re.escape(
+            'campaign_plan: spec.repeats is %r; allowed: an integer from 1 to 100 (default 1)' % (value,))):
+        plan(spec=spec)
