@@ -5,14 +5,21 @@ tests/fixtures/nvidia-smi/h200-1gpu/) for:
 
     nvidia-smi                                   the summary table
     nvidia-smi -L | --list-gpus
-    nvidia-smi --query-gpu=F,... --format=csv[,noheader][,nounits] [-i ID,...]
+    nvidia-smi --query-gpu=F,... --format=csv[,noheader][,nounits] [-i ID,...] [-l SEC | -lms MS]
     nvidia-smi --query-compute-apps=F,... --format=csv[,noheader][,nounits] [-i ID,...]
     nvidia-smi --help-query-gpu | --help-query-compute-apps   (names only)
     nvidia-smi topo -m
     nvidia-smi nvlink -s | --status [-i ID,...]
     nvidia-smi --version
 
-It keeps no state: every call reads the layout, then scans /proc.
+It keeps no state: every call reads the layout, then scans /proc and the power state.
+With -l/--loop=SEC or -lms/--loop-ms=MS a query (or the table) repeats every SEC seconds / MS
+milliseconds until killed, the CSV header printed once, as the real tool does.
+
+Power (sim_gpu_power.py, shared with the fake pynvml): a layout's "power.draw" is the GPU's idle
+draw; what loads the GPU (the SGLang emulator, the trainer) raises it up to "power.peak" (default
+97% of the power limit). power.draw and power.draw.average are the mean of the last second, as on
+Ampere and newer, power.draw.instant the present draw; temperature.gpu rises with the load.
 
 Environment
     SIM_GPU_LAYOUT      layout file (default /etc/sim-gpu/layout.json); missing ->
@@ -41,6 +48,8 @@ Layout (JSON)
     Extra keys per GPU (not query fields):
       "cpu_affinity": "0-15", "numa_affinity": "0", "gpu_numa_id": "N/A"   for `topo -m`
       "nvlink_links": 18, "nvlink_speed": "26.562 GB/s"                   for `nvlink -s`
+      "power.peak": 680                  W at full load (default 97% of the power limit)
+      "nvml_total_energy": false         the fake pynvml's counter is [Not Supported] (a pre-Volta GPU)
 
 Claims (see tests/sim/README.md)
     A live process claims GPU memory with SIM_GPU_MEMORY_MIB=<MiB per GPU> in its environment,
@@ -55,10 +64,17 @@ Claims (see tests/sim/README.md)
 
 import json
 import os
+import signal
 import sys
 import time
 from collections import namedtuple
 from datetime import datetime
+
+try:
+    import sim_gpu_power
+except ImportError:  # run from elsewhere than its own folder
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import sim_gpu_power
 
 # --------------------------------------------------------------------------------------------
 # Constants and messages
@@ -499,8 +515,10 @@ def resolve_visible_devices(spec, gpus):
     return tuple(result)
 
 
-def gpu_values(gpu, layout, claims, now):
-    """All --query-gpu values of one GPU, canonical name -> raw value (number, str or None)."""
+def gpu_values(gpu, layout, claims, now, power=None):
+    """All --query-gpu values of one GPU, canonical name -> raw value (number, str or None).
+
+    power: its sim_gpu_power.Reading, or None for the layout's static figures."""
     v = {f.name: None for f in GPU_FIELDS}
     v.update(FIELD_DEFAULTS)
     v.update((k, val) for k, val in gpu.items() if k in v)
@@ -529,7 +547,22 @@ def gpu_values(gpu, layout, claims, now):
     utils = [c.utilization_pct for c in mine if c.utilization_pct is not None]
     if utils and isinstance(v["utilization.gpu"], (int, float)):
         v["utilization.gpu"] = max([v["utilization.gpu"]] + utils)
+    if power is not None:
+        apply_power(v, power)
     return v
+
+
+def apply_power(v, power):
+    """The power fields from a Reading (those the GPU reports at all), and what follows from the load."""
+    for name, watts in (("power.draw", power.average_w), ("power.draw.average", power.average_w),
+                        ("power.draw.instant", power.instant_w)):
+        if isinstance(v[name], (int, float)):
+            v[name] = round(watts, 2)
+    if isinstance(v["temperature.gpu"], (int, float)):
+        v["temperature.gpu"] = int(round(v["temperature.gpu"] + 30 * power.load))
+    if power.load > 0 and v["clocks_event_reasons.gpu_idle"] == "Active":
+        v["clocks_event_reasons.gpu_idle"] = "Not Active"
+        v["clocks_event_reasons.active"] = "0x0000000000000000"
 
 
 # --------------------------------------------------------------------------------------------
@@ -731,13 +764,16 @@ def format_table(layout, values, claims, gpus, now):
 # Command line (pure)
 # --------------------------------------------------------------------------------------------
 
-Options = namedtuple("Options", "command ids query fields fmt")
+Options = namedtuple("Options", "command ids query fields fmt loop_s")
+Options.__new__.__defaults__ = (None,)
 
 _VALUE_OPTIONS = {
     "-i": "id", "--id": "id",
     "--query-gpu": "query-gpu",
     "--query-compute-apps": "query-compute-apps",
     "--format": "format",
+    "-l": "loop", "--loop": "loop",
+    "-lms": "loop-ms", "--loop-ms": "loop-ms",
 }
 _FLAG_OPTIONS = {
     "-L": "list", "--list-gpus": "list",
@@ -781,6 +817,7 @@ def parse_args(argv):
         else:
             raise _unrecognized(arg)
     ids = [i.strip() for i in values["id"].split(",") if i.strip()] if "id" in values else None
+    loop_s = parse_loop(values)
 
     if command == "topo":
         if "matrix" not in flags:
@@ -801,7 +838,7 @@ def parse_args(argv):
     if not queries:
         if "format" in values:
             raise UsageError(MSG_INVALID_COMBINATION)
-        return Options("table", ids, None, None, None)
+        return Options("table", ids, None, None, None, loop_s)
     query = queries[0]
     if "format" not in values:
         raise UsageError(MSG_INVALID_COMBINATION)
@@ -816,7 +853,20 @@ def parse_args(argv):
         if field is None:
             raise UsageError('Field "%s" is not a valid field to query.\n\n' % name)
         fields.append(field)
-    return Options(query, ids, query, fields, set(fmt))
+    return Options(query, ids, query, fields, set(fmt), loop_s)
+
+
+def parse_loop(values):
+    """-l SEC / -lms MS -> seconds between reports, or None. Raises UsageError."""
+    if "loop" in values and "loop-ms" in values:
+        raise UsageError(MSG_INVALID_COMBINATION)
+    for key, scale in (("loop", 1.0), ("loop-ms", 0.001)):
+        if key in values:
+            text = values[key]
+            if not text.isdigit() or int(text) <= 0:
+                raise UsageError(MSG_INVALID_COMBINATION)
+            return int(text) * scale
+    return None
 
 
 def _lookup_casefold(lookup, name):
@@ -875,8 +925,11 @@ nvidia-smi [OPTION1 [ARG1]] [OPTION2 [ARG2]] ...
 """
 
 
-def render(options, layout, claims, now):
-    """Options + layout + claims -> (stdout text, exit code). Raises UsageError."""
+def render(options, layout, claims, now, powers=None, header=None):
+    """Options + layout + claims -> (stdout text, exit code). Raises UsageError.
+
+    powers: {GPU index: sim_gpu_power.Reading}; header: False to leave out the CSV header (a loop's
+    later reports)."""
     all_gpus = layout_gpus(layout)
     if options.command == "help":
         return USAGE, EXIT_OK
@@ -895,8 +948,8 @@ def render(options, layout, claims, now):
         return format_topo(layout, all_gpus), EXIT_OK
     if options.command == "nvlink":
         return format_nvlink_status(gpus), EXIT_OK
-    values = [gpu_values(g, layout, claims, now) for g in gpus]
-    header = "noheader" not in (options.fmt or ())
+    values = [gpu_values(g, layout, claims, now, (powers or {}).get(g["index"])) for g in gpus]
+    header = "noheader" not in (options.fmt or ()) and header is not False
     nounits = "nounits" in (options.fmt or ())
     if options.command == "query-gpu":
         return format_csv(options.fields, values, header, nounits), EXIT_OK
@@ -1087,17 +1140,59 @@ def main(argv=None, environ=None):
     if layout is None:
         sys.stdout.write(MSG_NO_DRIVER)
         return EXIT_DRIVER_NOT_LOADED
-    claims = []
-    if options.command in ("query-gpu", "query-compute-apps", "table"):
-        claims = scan_claims(environ.get("SIM_PROC_ROOT") or DEFAULT_PROC_ROOT,
-                             environ.get("SIM_GPU_STATE_DIR") or DEFAULT_STATE_DIR,
-                             layout_gpus(layout))
-    try:
-        text, code = render(options, layout, claims, datetime.now())
-    except UsageError as error:
-        text, code = error.message, error.code
+    if options.loop_s is not None and options.command in ("query-gpu", "table"):
+        return loop(options, layout, layout_path, environ)
+    text, code = report(options, layout, layout_path, environ)
     sys.stdout.write(text)
     return code
+
+
+def report(options, layout, layout_path, environ, header=None):
+    """One report: (text, exit code)."""
+    proc_root = environ.get("SIM_PROC_ROOT") or DEFAULT_PROC_ROOT
+    state = environ.get("SIM_GPU_STATE_DIR") or DEFAULT_STATE_DIR
+    claims, powers = [], None
+    if options.command in ("query-gpu", "query-compute-apps", "table"):
+        gpus = layout_gpus(layout)
+        claims = scan_claims(proc_root, state, gpus)
+        if options.command != "query-compute-apps":
+            powers = read_powers(gpus, state, sim_gpu_power.boot_epoch(proc_root, layout_path))
+    try:
+        return render(options, layout, claims, datetime.now(), powers, header)
+    except UsageError as error:
+        return error.message, error.code
+
+
+def read_powers(gpus, state, boot):
+    """{GPU index: Reading} of the GPUs that report power."""
+    figures = {}
+    for gpu in gpus:
+        figure = sim_gpu_power.idle_and_peak(gpu)
+        if figure is not None:
+            figures[sim_gpu_power.gpu_key(gpu)] = figure
+    readings = sim_gpu_power.read_gpus(state, list(figures), figures, boot)
+    return {g["index"]: readings[sim_gpu_power.gpu_key(g)] for g in gpus
+            if sim_gpu_power.gpu_key(g) in readings}
+
+
+def loop(options, layout, layout_path, environ):
+    """Report every options.loop_s seconds until killed (SIGINT/SIGTERM: exit 0); an error ends it."""
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(EXIT_OK))
+    due = time.monotonic()
+    first = True
+    try:
+        while True:
+            text, code = report(options, layout, layout_path, environ, header=None if first else False)
+            sys.stdout.write(text)
+            sys.stdout.flush()
+            if code != EXIT_OK:
+                return code
+            first = False
+            # the next report one period after this one was due; a report that ran late shifts the rest
+            due = max(due + options.loop_s, time.monotonic())
+            time.sleep(max(0.0, due - time.monotonic()))
+    except KeyboardInterrupt:
+        return EXIT_OK
 
 
 if __name__ == "__main__":
