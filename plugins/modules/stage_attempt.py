@@ -15,6 +15,8 @@ description:
     files, not folders) move to the first free C(attempt-<n>/) in that folder (mode 0750), made for them.
   - A folder with no such files is left as it is and reported unchanged; so is a folder that does not exist.
   - Refuses to move into an C(attempt-<n>/) that already exists, so no earlier attempt is ever overwritten.
+  - Files whose names match a pattern of O(keep) are copied instead (content, mode and times) and stay in place, so the
+    rerun can reuse them while the attempt folder stays a whole record of the attempt.
 author:
   - specdec.bench developers (!UNKNOWN)
 options:
@@ -26,6 +28,15 @@ options:
     description: Mode of a new C(attempt-<n>/) folder.
     type: raw
     default: '0750'
+  keep:
+    description:
+      - Shell-style patterns (C(fnmatch)) of file names to copy into C(attempt-<n>/) and leave in place, e.g. the
+        per-repeat result and raw files that M(specdec.bench.bench_run) reuses when they are complete and of the same
+        requests (it measures again whatever is not).
+      - Empty moves every file.
+    type: list
+    elements: str
+    default: []
 extends_documentation_fragment:
   - specdec.bench.attributes
 attributes:
@@ -43,6 +54,11 @@ EXAMPLES = r"""
     dir: /root/bench_results/qwen36-ct200/tp1-dflash-n16
   register: attempt
 
+- name: Keep an earlier attempt, leaving its per-repeat results in place for reuse
+  specdec.bench.stage_attempt:
+    dir: /root/bench_results/qwen36-ct200/tp1-dflash-n16
+    keep: ['result-*-r*.json', 'raw-*-r*.*']
+
 - name: Say where they went
   ansible.builtin.debug:
     msg: "earlier files in {{ attempt.attempt }}"
@@ -56,14 +72,22 @@ attempt:
   type: str
   sample: /root/bench_results/qwen36-ct200/tp1-dflash-n16/attempt-2
 files:
-  description: The names of the files moved, sorted.
+  description: The names of the files the attempt folder got (moved, or copied for RV(kept)), sorted.
   returned: always
   type: list
   elements: str
-  sample: [gpus.json, journal.txt, result-random-t0-c1.json, status.json]
+  sample: [gpus.json, journal.txt, result-random-t0-c1-r1.json, status.json]
+kept:
+  description: The names of the files copied and left in place (O(keep)), sorted.
+  returned: always
+  type: list
+  elements: str
+  sample: [raw-random-t0-c1-r1.jsonl, result-random-t0-c1-r1.json]
 """
 
+import fnmatch
 import os
+import shutil
 
 from ansible.module_utils.basic import AnsibleModule
 
@@ -84,19 +108,26 @@ def next_attempt(names):
     return PREFIX + str(number)
 
 
-def rotate(directory, mode, check_mode=False):
-    """Move the attempt's files into the next attempt-<n>/; (attempt folder or None, files moved)."""
+def kept_files(files, keep):
+    """The files matching a pattern of keep (fnmatch, case-sensitive), sorted."""
+    return sorted(name for name in files if any(fnmatch.fnmatchcase(name, pattern) for pattern in keep))
+
+
+def rotate(directory, mode, check_mode=False, keep=()):
+    """Move the attempt's files into the next attempt-<n>/, copying those that match keep and leaving them in place;
+    (attempt folder or None, files it got, files kept in place)."""
     try:
         names = os.listdir(directory)
     except FileNotFoundError:
-        return None, []
+        return None, [], []
     files = attempt_files(names, lambda name: os.path.isfile(os.path.join(directory, name))
                           and not os.path.islink(os.path.join(directory, name)))
     if not files:
-        return None, []
+        return None, [], []
+    kept = kept_files(files, keep)
     target = os.path.join(directory, next_attempt(names))
     if check_mode:
-        return target, files
+        return target, files, kept
     # mkdir fails on an existing path: an attempt folder made since listdir is never written into.
     os.mkdir(target, mode)
     os.chmod(target, mode)
@@ -104,8 +135,11 @@ def rotate(directory, mode, check_mode=False):
         destination = os.path.join(target, name)
         if os.path.lexists(destination):
             raise FileExistsError('%s exists' % destination)
-        os.rename(os.path.join(directory, name), destination)
-    return target, files
+        if name in kept:
+            shutil.copy2(os.path.join(directory, name), destination)
+        else:
+            os.rename(os.path.join(directory, name), destination)
+    return target, files, kept
 
 
 def main():
@@ -113,6 +147,7 @@ def main():
         argument_spec=dict(
             dir=dict(type='path', required=True),
             mode=dict(type='raw', default='0750'),
+            keep=dict(type='list', elements='str', default=[]),
         ),
         supports_check_mode=True,
     )
@@ -122,10 +157,10 @@ def main():
     except ValueError:
         module.fail_json(msg='mode must be an octal mode such as 0750, got %r' % (module.params['mode'],))
     try:
-        target, files = rotate(module.params['dir'], mode, module.check_mode)
+        target, files, kept = rotate(module.params['dir'], mode, module.check_mode, module.params['keep'])
     except OSError as exc:
         module.fail_json(msg='could not keep the earlier attempt of %s: %s' % (module.params['dir'], exc))
-    module.exit_json(changed=target is not None, attempt=target, files=files)
+    module.exit_json(changed=target is not None, attempt=target, files=files, kept=kept)
 
 
 if __name__ == '__main__':

@@ -77,3 +77,27 @@ def test_a_refused_move_fails_the_module(run_module, stage, monkeypatch):
     monkeypatch.setattr(stage_attempt, 'next_attempt', lambda names: 'attempt-1')
     result = run_module(stage_attempt, dict(dir=str(stage)))
     assert result['failed'] and 'attempt-1' in result['msg'] and (stage / 'status.json').exists()
+
+
+def test_kept_files_are_copied_into_the_attempt_and_stay_in_place_unchanged(run_module, stage):
+    (stage / 'result-random-t0-c1-r1.json').write_text('{"complete": true}')
+    (stage / 'raw-random-t0-c1-r1.jsonl').write_text('{}\n')
+    os.utime(stage / 'raw-random-t0-c1-r1.jsonl', ns=(1_000_000_000, 1_000_000_000))
+    result = run_module(stage_attempt, dict(dir=str(stage), keep=['result-*-r*.json', 'raw-*-r*.*']))
+    assert result['exit_code'] == 0 and result['changed']
+    assert result['kept'] == ['raw-random-t0-c1-r1.jsonl', 'result-random-t0-c1-r1.json']
+    assert result['files'] == ['raw-random-t0-c1-r1.jsonl', 'result-random-t0-c1-r1.json', 'result-random-t0-c1.json',
+                               'status.json']
+    # the attempt is a whole record; the per-repeat files stay for reuse, as they were (content and times)
+    assert sorted(os.listdir(stage / 'attempt-2')) == result['files']
+    assert sorted(os.listdir(stage)) == ['.hidden', 'attempt-1', 'attempt-2', 'link.json', 'raw-random-t0-c1-r1.jsonl',
+                                         'result-random-t0-c1-r1.json']
+    for name in result['kept']:
+        assert (stage / name).read_text() == (stage / 'attempt-2' / name).read_text()
+    assert os.stat(stage / 'raw-random-t0-c1-r1.jsonl').st_mtime_ns == 1_000_000_000
+    assert os.stat(stage / 'attempt-2' / 'raw-random-t0-c1-r1.jsonl').st_mtime_ns == 1_000_000_000
+
+
+def test_check_mode_names_what_would_be_kept(run_module, stage):
+    result = run_module(stage_attempt, dict(dir=str(stage), keep=['result-*'], _ansible_check_mode=True))
+    assert result['kept'] == ['result-random-t0-c1.json'] and not (stage / 'attempt-2').exists()
