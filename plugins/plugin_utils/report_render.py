@@ -78,9 +78,57 @@ def _workload_label(dataset, temperature):
     return '%s, T=%g' % (dataset, temperature)
 
 
+def _repeated(row):
+    """True when the row aggregates more than one repeat: its cells then show mean ± half the 95% interval."""
+    return (row.get('repeats') or 0) > 1
+
+
+def _half(row, metric):
+    low, high = row.get(metric + '_ci_low'), row.get(metric + '_ci_high')
+    return None if low is None or high is None or not _repeated(row) else (high - low) / 2.0
+
+
+def _fmt_ci(row, metric, digits=2, suffix=''):
+    """'2.31 ± 0.05×': the mean and half its 95% interval where the row has repeats, else the value as before."""
+    half = _half(row, metric)
+    if row.get(metric) is None or half is None:
+        return _fmt(row.get(metric), digits, suffix)
+    return '%.*f ± %.*f%s' % (digits, row[metric], digits, half, suffix)
+
+
+# The markers of the per-setting tables, and their legends (the papers' tables use the same).
+NOT_SIGNIFICANT = 'not significant (95% interval contains 1.0x)'
+
+
+def _not_significant(row, baseline_method):
+    return row.get('speedup_significant') is False and row.get('method') != baseline_method
+
+
+def _markers_used(rows, baseline_method):
+    """{'dagger', 'noisy'}: the markers that measured rows carry."""
+    used = set()
+    for row in rows:
+        if row['status'] == MEASURED:
+            if _not_significant(row, baseline_method):
+                used.add('dagger')
+            if row.get('noisy'):
+                used.add('noisy')
+    return used
+
+
+def _legend(used, noisy_cv):
+    """The legend of the markers used, as report.md prints them under a table."""
+    parts = []
+    if 'dagger' in used:
+        parts.append('† ' + NOT_SIGNIFICANT)
+    if 'noisy' in used:
+        parts.append('\\* noisy (CV > %g%%)' % (noisy_cv * 100.0))
+    return ['; '.join(parts), ''] if parts else []
+
+
 def _tau(row):
     """τ as a cell shows it; ⚠ when the server's figure differs by more than 2% (accept_length_flag)."""
-    return _fmt(row['accept_length']) + (' ⚠' if row.get('accept_length_flag') else '')
+    return _fmt_ci(row, 'accept_length') + (' ⚠' if row.get('accept_length_flag') else '')
 
 
 def _best_stage(group, concurrency):
@@ -140,6 +188,13 @@ def render_markdown(report, plots=None):
         'Settings: AR is autoregressive decoding (the baseline, τ = 1 by definition); DFlash n=… drafts a block of n tokens '
         'and verifies it linearly; DDTree B=… k=… verifies a tree of at most B draft tokens built from the top-k candidates '
         'at each DFlash position. Stage ids (`tp4-ddtree-b64-k4`) name the stage folders of the collected results.', '']
+    if any(_repeated(row) for row in report['rows']):
+        lines += [
+            'Repeated runs: a cell is the mean over its repeats ± half its 95%% interval (Student t over the repeats; the '
+            'speedup\'s is Fieller\'s interval of the ratio of the two mean throughputs). † marks a speedup whose '
+            'interval contains 1.0x (not significant), \\* a run whose throughput or τ varies by more than %g%% '
+            '(coefficient of variation) over its repeats (noisy). Each repeat\'s own numbers are in results-repeats.csv.'
+            % (report.get('noisy_cv', 0.05) * 100.0), '']
     skipped = report.get('skipped_files') or []
     if skipped:
         lines += ['## Files skipped', '',
@@ -192,7 +247,7 @@ def render_markdown(report, plots=None):
             for key, group in host_groups:
                 if key in measured and key[1:3] == (dataset, temperature):
                     title = '%s: TP%s' % (_workload_label(dataset, temperature), key[3]) if named else 'TP%s' % key[3]
-                    lines += _markdown_group(title, group, report['baseline_method'])
+                    lines += _markdown_group(title, group, report['baseline_method'], report.get('noisy_cv', 0.05))
             for name in ('speedup', 'accept_length', 'throughput'):
                 plot = plots.get((host['host'], dataset, temperature, name))
                 if plot:
@@ -279,7 +334,7 @@ def _baseline_note(group, baseline_method):
         baseline_method, ', '.join(str(c) for c in missing), why), '']
 
 
-def _markdown_group(title, group, baseline_method):
+def _markdown_group(title, group, baseline_method, noisy_cv=0.05):
     concurrency = group['concurrency']
     gpus = next((row['gpus'] for row in group['cells'].values() if row['gpus']), None)
     lines = ['### %s%s' % (title, ' (%d GPU(s))' % len(gpus.split(',')) if gpus else ''), '']
@@ -293,10 +348,13 @@ def _markdown_group(title, group, baseline_method):
             if row is None or row['status'] != MEASURED:
                 cells.append('– (%s)' % (md_escape(row['status']) if row else 'not planned'))
                 continue
-            text = '%s · %s · τ %s' % (_fmt(row['output_throughput'], 1), _fmt(row['speedup'], 2, '×'), _tau(row))
+            text = '%s%s · %s%s · τ %s' % (
+                _fmt_ci(row, 'output_throughput', 1), '\\*' if row.get('noisy') else '', _fmt_ci(row, 'speedup', 2, '×'),
+                '†' if _not_significant(row, baseline_method) else '', _tau(row))
             cells.append('**%s**' % text if best[c] is row else text)
         lines.append('| %s | %s |' % (md_escape(setting), ' | '.join(cells)))
     lines.append('')
+    lines += _legend(_markers_used(group['cells'].values(), baseline_method), noisy_cv)
     lines += _baseline_note(group, baseline_method)
     lines.append('Latency (ms), median TTFT / median ITL / p99 ITL:')
     lines.append('')
@@ -309,7 +367,7 @@ def _markdown_group(title, group, baseline_method):
             if row is None or row['status'] != MEASURED:
                 cells.append('–')
             else:
-                cells.append('%s / %s / %s' % (_fmt(row['median_ttft_ms'], 1), _fmt(row['median_itl_ms'], 2), _fmt(row['p99_itl_ms'], 2)))
+                cells.append('%s / %s / %s' % (_fmt_ci(row, 'median_ttft_ms', 1), _fmt_ci(row, 'median_itl_ms', 2), _fmt(row['p99_itl_ms'], 2)))
         lines.append('| %s | %s |' % (md_escape(setting), ' | '.join(cells)))
     lines.append('')
     return lines + _markdown_tau_check(group)
@@ -357,6 +415,15 @@ def _tex_fmt(value, digits):
     return '--' if value is None else '%.*f' % (digits, value)
 
 
+def _tex_ci(row, metric, digits):
+    """The mean, and under it half its 95% interval in small type where the row has repeats (stacked, so that four
+    concurrencies still fit an article's text width)."""
+    half = _half(row, metric)
+    if row.get(metric) is None or half is None:
+        return _tex_fmt(row.get(metric), digits)
+    return r'\begin{tabular}[t]{@{}r@{}}%.*f\\[-2pt]{\tiny$\pm$%.*f}\end{tabular}' % (digits, row[metric], digits, half)
+
+
 def render_latex(report):
     """report.tex: one booktabs table per host and TP (throughput, speedup, tau per concurrency), ready to \\input.
 
@@ -373,7 +440,9 @@ def render_latex(report):
         best = {c: _best_stage(group, c) for c in concurrency}
         # Narrower with more concurrencies, so four of them still fit an article's text width (the table is a group:
         # the size and column gap end with it).
-        size, gap = (r'\small', 6) if len(concurrency) <= 2 else (r'\footnotesize', 4) if len(concurrency) == 3 else (r'\scriptsize', 2)
+        # A table of repeated runs carries markers and intervals: one step smaller.
+        steps = len(concurrency) + (1 if any(_repeated(row) for row in group['cells'].values()) else 0)
+        size, gap = (r'\small', 6) if steps <= 2 else (r'\footnotesize', 4) if steps == 3 else (r'\scriptsize', 2) if steps == 4 else (r'\tiny', 1)
         out += ['', r'\begin{table}[ht]', r'\centering', size, r'\setlength{\tabcolsep}{%dpt}' % gap,
                 r'\begin{tabular}{l%s}' % ('rrr' * len(concurrency)), r'\toprule']
         out.append('Setting & ' + ' & '.join(r'\multicolumn{3}{c}{$c=%s$}' % c for c in concurrency) + r' \\')
@@ -387,12 +456,13 @@ def render_latex(report):
                 if row is None or row['status'] != MEASURED:
                     cells += ['--', '--', '--']
                     continue
-                values = [_tex_fmt(row['output_throughput'], 0), _tex_fmt(row['speedup'], 2), _tex_fmt(row['accept_length'], 2)]
+                values = [_tex_ci(row, 'output_throughput', 0), _tex_ci(row, 'speedup', 2), _tex_ci(row, 'accept_length', 2)]
                 if best[c] is row:
                     values = [r'\textbf{%s}' % value if value != '--' else value for value in values]
-                if row.get('accept_length_flag'):
-                    values[2] += r'$^\dagger$'
-                cells += values
+                marks = [r'$^*$' if row.get('noisy') else '',
+                         r'$^\dagger$' if _not_significant(row, report['baseline_method']) else '',
+                         r'$^\ddagger$' if row.get('accept_length_flag') else '']
+                cells += [value + mark for value, mark in zip(values, marks)]
             out.append('%s & %s \\\\' % (tex_escape(setting), ' & '.join(cells)))
         flagged = any(row.get('accept_length_flag') for row in group['cells'].values() if row['status'] == MEASURED)
         if named:
@@ -406,8 +476,16 @@ def render_latex(report):
         caption += (r'acceptance length $\tau$ per request ($\sum$ completion tokens / $\sum$ verify steps of the run)'
                     if per_request else r'acceptance length $\tau$')
         caption += '; best throughput per concurrency in bold'
+        repeats = sorted(set(row['repeats'] for row in group['cells'].values() if row['status'] == MEASURED and _repeated(row)))
+        if repeats:
+            caption += r'; mean $\pm$ half the 95\%% interval over %s repeats' % '/'.join(str(n) for n in repeats)
+        used = _markers_used(group['cells'].values(), report['baseline_method'])
+        if 'dagger' in used:
+            caption += r'; $^\dagger$: ' + tex_escape(NOT_SIGNIFICANT)
+        if 'noisy' in used:
+            caption += r'; $^*$: noisy (CV $>$ %g\%%)' % (report.get('noisy_cv', 0.05) * 100.0)
         if flagged:
-            caption += r'; $^\dagger$: the server\'s $\tau$ differs by more than 2\%'
+            caption += r'; $^\ddagger$: the server\'s $\tau$ differs by more than 2\%'
         out += [r'\bottomrule', r'\end{tabular}', r'\caption{%s.}' % caption,
                 r'\label{tab:%s}' % re.sub('[^A-Za-z0-9-]', '-', label), r'\end{table}']
     return '\n'.join(out) + '\n'

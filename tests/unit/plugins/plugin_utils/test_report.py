@@ -226,8 +226,13 @@ def test_latex_compiles_when_a_tex_engine_is_present(campaign, tmp_path):
     synth.make_campaign(real / 'results', 'ct200', 'real', synth.ct200_matrix(tps=(1,), budgets=(64,)), concurrency=(1, 4, 16, 64),
                         datasets=['gsm8k', 'mt-bench'], temperatures=[0, 0.7], server_bias={'tp1-dflash-n16': 0.9})
     generate(str(real / 'results'), 'real', str(real / 'out'), plots=False)
+    repeated = tmp_path / 'repeated'  # 3 repeats: intervals in every cell, and the markers (every row noisy here)
+    synth.make_campaign(repeated / 'results', 'ct200', 'rep', synth.ct200_matrix(tps=(8,), budgets=(128, 256)),
+                        concurrency=(1, 4, 16, 64), datasets=['spec-bench'], repeats=3, server_bias={'tp8-dflash-n16': 0.9})
+    generate(str(repeated / 'results'), 'rep', str(repeated / 'out'), plots=False, noisy_cv=0.0001)
+    assert r'{\tiny$\pm$' in (repeated / 'out' / 'report.tex').read_text()
     for name, source in (('three', campaign['out'] / 'report.tex'), ('four', wide / 'out' / 'report.tex'),
-                         ('datasets', real / 'out' / 'report.tex')):
+                         ('datasets', real / 'out' / 'report.tex'), ('repeats', repeated / 'out' / 'report.tex')):
         folder = tmp_path / name
         folder.mkdir()
         shutil.copy(source, folder / 'report.tex')

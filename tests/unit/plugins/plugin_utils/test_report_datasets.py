@@ -89,7 +89,7 @@ def test_a_server_info_tau_beyond_2_percent_is_flagged_where_it_is_shown(made):
     assert 'τ cross-check: per request p10 / median / p90' in md
     assert 'Σ completion tokens / Σ verify steps' in md
     tex = (made['out'] / 'report.tex').read_text()
-    assert r'$^\dagger$' in tex and 'differs by more than 2' in tex
+    assert r"$^\ddagger$" in tex and "differs by more than 2" in tex
 
 
 def test_the_datasets_section_names_source_sha256_and_count(made):

@@ -239,3 +239,18 @@ def test_a_repeat_that_did_not_complete_is_left_out_of_the_row(made, tmp_path):
     assert row['repeats'] == 2 and row['output_throughput'] == pytest.approx((values[0] + values[2]) / 2)
     statuses = [r['status'] for r in got['repeats'] if (r['stage'], r['dataset'], r['concurrency']) == ('tp1-ddtree-b64-k4', 'gsm8k', 1)]
     assert statuses == ['ok', 'incomplete', 'ok']
+
+
+def test_report_md_shows_mean_and_half_interval_and_the_markers_with_their_legend(made, tmp_path):
+    md = (made['out'] / 'report.md').read_text()
+    row = next(r for r in made['json']['rows'] if (r['stage'], r['dataset'], r['concurrency']) == ('tp1-ddtree-b64-k4', 'gsm8k', 1))
+    half = (row['speedup_ci_high'] - row['speedup_ci_low']) / 2
+    assert '%.2f ± %.2f×' % (row['speedup'], half) in md and 'Repeated runs: a cell is the mean' in md
+    assert '† not significant' not in md  # every speedup here is significant and no row noisy
+    noisy = generate(str(made['root']), 'rep', str(tmp_path / 'noisy'), plots=False, noisy_cv=1e-6)
+    md = (tmp_path / 'noisy' / 'report.md').read_text()
+    assert '\\* noisy (CV > 0.0001%)' in md and '\\* · ' in md
+    tex = (tmp_path / 'noisy' / 'report.tex').read_text()
+    assert r'{\tiny$\pm$' in tex and r'$^*$: noisy (CV $>$ 0.0001\%)' in tex
+    assert noisy['report']['rows'][0]['speedup_significant'] is False  # AR against itself: 1.0x, inside its interval
+    assert all('†' not in line for line in md.splitlines() if line.startswith('| AR |'))  # the baseline is never marked
