@@ -19,6 +19,7 @@ import re
 
 from ansible_collections.specdec.bench.plugins.plugin_utils.report_read import MEASURED
 from ansible_collections.specdec.bench.plugins.plugin_utils.report_rows import INVALID, METHOD_NAMES, ROW_KEYS, is_default_run
+from ansible_collections.specdec.bench.plugins.plugin_utils.report_tables import latex_sections, markdown_sections
 
 
 def _csv_value(value):
@@ -222,6 +223,7 @@ def render_markdown(report, plots=None):
                 md_escape(best['host']), best['tp'], best['concurrency'], md_escape(best['setting']),
                 _fmt(best['output_throughput'], 1), _fmt(best['speedup'], 2, '×'), _tau(best)))
         lines.append('')
+    lines += markdown_sections(report, plots)  # the papers' layout (report_tables), [] when there is nothing to show
     for host in report['hosts']:
         env = host['environment']
         lines += ['## Host %s' % _md_code(host['host']), '']
@@ -433,6 +435,7 @@ def render_latex(report):
     groups = _groups(report['rows'])
     baseline = METHOD_NAMES.get(report['baseline_method'], report['baseline_method'])
     named, per_request = named_runs(report['rows']), _per_request(report['rows'])
+    out += latex_sections(report)  # the papers' layout (report_tables), [] when there is nothing to show
     for (host, dataset, temperature, tp), group in groups.items():
         if not any(row['status'] == MEASURED for row in group['cells'].values()):
             continue
@@ -495,6 +498,14 @@ def _signed(value, digits, suffix=''):
     return '–' if value is None else '%+.*f%s' % (digits, value, suffix)
 
 
+def _significance(text, significant, p=None):
+    """A delta as compare-<c>.md shows it: bold when significant, (n.s.) when not, as it is without a test."""
+    if significant is None or text == '–':
+        return text
+    p_text = ' (p=%.3g)' % p if p is not None else ''
+    return '**%s**%s' % (text, p_text) if significant else '%s (n.s.%s)' % (text, p_text.replace(' (', ', ').rstrip(')'))
+
+
 def render_comparison_markdown(after, before, rows, skipped=None):
     """compare-<before>.md; skipped: the files of either campaign that were skipped ([{'path', 'reason'}])."""
     lines = ['# Campaign `%s` against `%s`' % (after, before), '',
@@ -507,6 +518,11 @@ def render_comparison_markdown(after, before, rows, skipped=None):
         lines += ['**The two campaigns ran different SGLang builds** (%s): a difference below may come from the build, '
                   'not only from what the campaigns set out to compare.' % md_escape('; '.join(builds)), '']
     named = named_runs(rows)
+    tested = any(row.get('output_throughput_p') is not None or row.get('speedup_change_significant') is not None for row in rows)
+    if tested:
+        lines += ['Significance (runs with 2 or more repeats on both sides): tok/s by Welch\'s t-test over the repeats of '
+                  'each campaign (unequal variances; p given, significant when p < 0.05); the speedup by its two 95% '
+                  'Fieller intervals (significant when they do not overlap). A bold Δ is significant; (n.s.) is not.', '']
     run_head, run_rule = ('dataset | T | ', '--- | ---: | ') if named else ('', '')
     lines += ['| host | TP | setting | %sc | tok/s before → after | Δ tok/s | speedup before → after | Δ speedup | '
               'τ before → after | Δ τ | median TTFT ms before → after | Δ TTFT |' % run_head,
@@ -516,8 +532,10 @@ def render_comparison_markdown(after, before, rows, skipped=None):
         lines.append('| %s | %s | %s | %s%s | %s → %s | %s | %s → %s | %s | %s → %s | %s | %s → %s | %s |' % (
             md_escape(row['host']), row['tp'], md_escape(row['setting']), run, row['concurrency'],
             _fmt(row['output_throughput_before'], 1), _fmt(row['output_throughput_after'], 1),
-            _signed(row['output_throughput_delta_pct'], 1, '%'),
-            _fmt(row['speedup_before']), _fmt(row['speedup_after']), _signed(row['speedup_delta'], 2),
+            _significance(_signed(row['output_throughput_delta_pct'], 1, '%'), row.get('output_throughput_significant'),
+                          row.get('output_throughput_p')),
+            _fmt(row['speedup_before']), _fmt(row['speedup_after']),
+            _significance(_signed(row['speedup_delta'], 2), row.get('speedup_change_significant')),
             _fmt(row['accept_length_before']), _fmt(row['accept_length_after']), _signed(row['accept_length_delta'], 2),
             _fmt(row['median_ttft_ms_before'], 1), _fmt(row['median_ttft_ms_after'], 1),
             _signed(row['median_ttft_ms_delta_pct'], 1, '%')))

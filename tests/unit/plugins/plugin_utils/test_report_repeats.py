@@ -254,3 +254,14 @@ def test_report_md_shows_mean_and_half_interval_and_the_markers_with_their_legen
     assert r'{\tiny$\pm$' in tex and r'$^*$: noisy (CV $>$ 0.0001\%)' in tex
     assert noisy['report']['rows'][0]['speedup_significant'] is False  # AR against itself: 1.0x, inside its interval
     assert all('†' not in line for line in md.splitlines() if line.startswith('| AR |'))  # the baseline is never marked
+
+
+def test_the_comparison_markdown_names_both_tests_and_marks_each_delta(made):
+    md = (made['out'] / 'compare-rep-before.md').read_text()
+    assert "Welch's t-test" in md and 'Fieller intervals' in md
+    rows = [r for r in csv_rows(made['out'] / 'compare-rep-before.csv')]
+    for row in rows:
+        p = number(row['output_throughput_p'])
+        delta = '%+.1f%%' % number(row['output_throughput_delta_pct'])
+        shown = '**%s** (p=%.3g)' % (delta, p) if p < 0.05 else '%s (n.s., p=%.3g)' % (delta, p)
+        assert '| %s |' % shown in md, shown
