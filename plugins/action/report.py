@@ -18,11 +18,12 @@ from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
 from ansible_collections.specdec.bench.plugins.plugin_utils.report import BASELINE_METHOD, ReportError, generate
+from ansible_collections.specdec.bench.plugins.plugin_utils.report_rows import DEFAULT_NOISY_CV
 
 display = Display()
 # One warning per skipped file up to this many; all of them are in skipped_files and report.md.
 MAX_SKIPPED_WARNINGS = 10
-ARGS = ('campaign', 'results_dir', 'output_dir', 'hosts', 'compare_to', 'baseline_method', 'plots')
+ARGS = ('campaign', 'results_dir', 'output_dir', 'hosts', 'compare_to', 'baseline_method', 'plots', 'noisy_cv')
 
 
 class ActionModule(ActionBase):
@@ -42,13 +43,19 @@ class ActionModule(ActionBase):
             plots = boolean(args.get('plots', True), strict=True)
         except TypeError as exc:
             raise AnsibleActionFail('plots is %r; allowed: true or false' % (args.get('plots'),)) from exc
+        noisy_cv = args.get('noisy_cv', DEFAULT_NOISY_CV)
+        if isinstance(noisy_cv, str):  # a templated value arrives as text
+            try:
+                noisy_cv = float(noisy_cv)
+            except ValueError as exc:
+                raise AnsibleActionFail('noisy_cv is %r; allowed: a coefficient of variation, a number above 0 and at most 1' % (noisy_cv,)) from exc
         output_dir = os.path.abspath(os.path.expanduser(to_text(args['output_dir'])))
         results_dir = os.path.abspath(os.path.expanduser(to_text(args['results_dir'])))
         try:
             made = generate(
                 results_dir, args['campaign'], output_dir,
                 hosts=hosts, compare_to=args.get('compare_to') or None,
-                baseline_method=args.get('baseline_method') or BASELINE_METHOD, plots=plots)
+                baseline_method=args.get('baseline_method') or BASELINE_METHOD, plots=plots, noisy_cv=noisy_cv)
         except ReportError as exc:
             raise AnsibleActionFail(str(exc)) from exc
         except OSError as exc:

@@ -14,8 +14,16 @@ description:
   - Runs on the controller only (an action plugin; nothing runs on a host). Reads what M(specdec.bench.results_unpack)
     collected under O(results_dir)C(/<host>/<campaign>/), with the file names of the collection's results layout
     (P(specdec.bench.results_layout#filter)), and writes to O(output_dir) C(results.csv) and C(results.json) (one
-    row per host, stage, dataset, temperature and concurrency), C(report.md), C(report.tex) (booktabs tables, ready to C(\input)) and PNG
-    plots.
+    row per host, stage, dataset, temperature and concurrency), C(results-repeats.csv) (one row per repeat of each),
+    C(results-categories.csv) (per category of a categorized prompt set, such as Spec-Bench's), C(report.md),
+    C(report.tex) (booktabs tables, ready to C(\input)) and PNG plots.
+  - "Repeats: a row aggregates the repeats of its run (a spec's C(repeats: N); a result file from before repeats is
+    repeat 1). Throughput, median TTFT and ITL and tau are the mean over the repeats with their sample standard
+    deviation, 95% Student t interval and coefficient of variation (C(_sd), C(_ci_low), C(_ci_high), C(_cv) columns;
+    empty for one repeat). The speedup is the ratio of the two mean throughputs with Fieller's 95% interval
+    (C(speedup_ci_low), C(speedup_ci_high), C(speedup_ci_method) C(fieller)); C(speedup_significant) is false when
+    the interval contains 1.0 (marked with a dagger), and C(noisy) true when the throughput's or tau's coefficient
+    of variation exceeds O(noisy_cv) (marked with an asterisk). The statistics use numpy and scipy on the controller."
   - C(speedup) is the output throughput of a stage over that of the O(baseline_method) stage on the same host, TP,
     dataset, temperature and concurrency; it is left empty when that baseline was not measured, never guessed.
   - A row is C(ok) when its stage ran and the harness completed every prompt at that concurrency; failed,
@@ -57,6 +65,9 @@ options:
     description:
       - Another campaign collected under O(results_dir) (the "before" of a change). Writes C(compare-<compare_to>.md) and
         C(compare-<compare_to>.csv) with both campaigns side by side per host, stage and concurrency, and the deltas.
+      - With repeats on both sides, the throughput change is tested by Welch's t-test over the repeats
+        (C(output_throughput_p), C(output_throughput_significant) at p < 0.05) and the speedup change by its two
+        Fieller intervals (C(speedup_change_significant) when they do not overlap).
     type: str
   baseline_method:
     description: The method that speedups are measured against.
@@ -66,8 +77,15 @@ options:
     description: Draw the PNG plots (speedup and acceptance length against DDTree budget per TP, throughput against concurrency per method).
     type: bool
     default: true
+  noisy_cv:
+    description: The coefficient of variation over a run's repeats (of its throughput or tau) above which the run is
+      marked noisy; a number above 0 and at most 1.
+    type: float
+    default: 0.05
+    version_added: 0.5.0
 requirements:
   - matplotlib on the controller for the plots (optional).
+  - numpy and scipy on the controller for the statistics (in the collection's requirements.txt).
 seealso:
   - module: specdec.bench.results_unpack
 notes:

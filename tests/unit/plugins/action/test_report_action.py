@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """The report and results_unpack actions: argument checks, the collection's results layout, results."""
+import json
 import sys
 from pathlib import Path
 from unittest import mock
@@ -53,6 +54,9 @@ def test_report_action_writes_and_a_rerun_changes_nothing(tmp_path):
     ({'campaign': 'c', 'results_dir': 'r', 'output_dir': 'o', 'hosts': 'ct200'}, "hosts is 'ct200'; allowed: a list"),
     ({'campaign': 'c', 'results_dir': 'r', 'output_dir': 'o', 'plots': 'maybe'}, "plots is 'maybe'; allowed: true or false"),
     ({'campaign': 'C!', 'results_dir': 'r', 'output_dir': 'o'}, "campaign is 'C!'; allowed"),
+    ({'campaign': 'c', 'results_dir': 'r', 'output_dir': 'o', 'noisy_cv': 'high'}, "noisy_cv is 'high'; allowed: a coefficient of variation"),
+    ({'campaign': 'c', 'results_dir': 'r', 'output_dir': 'o', 'noisy_cv': 0}, 'noisy_cv is 0; allowed: a coefficient of variation'),
+    ({'campaign': 'c', 'results_dir': 'r', 'output_dir': 'o', 'noisy_cv': '1.5'}, 'noisy_cv is 1.5; allowed: a coefficient of variation'),
 ])
 def test_report_action_refuses_bad_arguments(tmp_path, args, message):
     args = dict(args, results_dir=str(tmp_path), output_dir=str(tmp_path / 'out'))
@@ -129,3 +133,14 @@ def test_report_action_returns_and_warns_about_each_skipped_file(tmp_path, monke
     assert warnings == ['report: skipped %s: the document is a list; allowed: an object' % status]
     assert 'tp1-autoregressive' in [item['stage'] for item in result['not_measured'] if item['status'] == 'invalid']
     assert '`ct200/c/tp1-autoregressive/status.json`' in (tmp_path / 'reports' / 'report.md').read_text()
+
+
+def test_report_action_passes_noisy_cv_as_a_template_gives_it(tmp_path):
+    synth.make_campaign(tmp_path / 'results', 'ct200', 'c', synth.ct200_matrix(tps=(1,), budgets=(16,)), concurrency=(1,),
+                        datasets=['gsm8k'], repeats=2)
+    args = {'campaign': 'c', 'results_dir': str(tmp_path / 'results'), 'output_dir': str(tmp_path / 'out'), 'plots': False}
+    run(report_action, dict(args, noisy_cv='0.000001'))
+    rows = json.loads((tmp_path / 'out' / 'results.json').read_text())
+    assert rows['noisy_cv'] == 1e-6 and all(row['noisy'] is True for row in rows['rows'])
+    run(report_action, args)
+    assert json.loads((tmp_path / 'out' / 'results.json').read_text())['noisy_cv'] == 0.05
