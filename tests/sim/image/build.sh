@@ -5,8 +5,8 @@
 #
 # Two layers, each cached on its own:
 #   base  debootstrap'd Debian bookworm with systemd (slow: ~1 min), keyed by this script's BASE_* inputs;
-#   sim   the base plus the fake nvidia-smi, GPU layouts, the SGLang emulator and the simulated trainer (seconds),
-#         keyed by those files.
+#   sim   the base plus the fake nvidia-smi and pynvml, GPU layouts, the SGLang emulator and the simulated trainer
+#         (seconds), keyed by those files.
 # Rebuilding with unchanged inputs costs one `podman image exists`.
 set -euo pipefail
 
@@ -29,7 +29,7 @@ base_ref="$name-base:$base_hash"
 # plus this script.
 sim_inputs=("$0" "$here/Containerfile")
 while IFS= read -r -d '' f; do sim_inputs+=("$f"); done < <(
-  find "$sim/nvidia_smi" "$sim/layouts" "$sim/sglang_emulator" "$sim/image/rootfs" -type f \
+  find "$sim/nvidia_smi" "$sim/pynvml" "$sim/layouts" "$sim/sglang_emulator" "$sim/image/rootfs" -type f \
     ! -name '*.pyc' ! -path '*/__pycache__/*' -print0 | sort -z)
 sim_inputs+=("$sim/trainer/sim_trainer.py")
 # the SGLang build profiles and option lists the emulator's parser is made from
@@ -74,7 +74,7 @@ if ! podman image exists "$sim_ref"; then
   # The context: tests/sim plus the merged option list of every build (release options + the build's own flags).
   context=$(mktemp -d /var/tmp/specdec-sim-context.XXXXXX)
   trap 'rm -rf "$context"' EXIT
-  cp -a "$sim/nvidia_smi" "$sim/layouts" "$sim/sglang_emulator" "$sim/image" "$sim/trainer" "$context/"
+  cp -a "$sim/nvidia_smi" "$sim/pynvml" "$sim/layouts" "$sim/sglang_emulator" "$sim/image" "$sim/trainer" "$context/"
   # sglang_build imports the collection (module_utils/_common): the checkout as ansible_collections/specdec/bench
   mkdir -p "$context/collections/ansible_collections/specdec"
   ln -s "$repo" "$context/collections/ansible_collections/specdec/bench"

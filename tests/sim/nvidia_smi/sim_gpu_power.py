@@ -137,6 +137,32 @@ def gpu_key(gpu):
     return str(gpu.get("uuid") or gpu.get("index"))
 
 
+def visible_keys(environ=None):
+    """The state-file keys of the GPUs a process sees: CUDA_VISIBLE_DEVICES (indices or UUID prefixes, up to
+    the first that names no GPU, as CUDA reads it; unset: GPU 0) against $SIM_GPU_LAYOUT. [] without a layout."""
+    environ = os.environ if environ is None else environ
+    try:
+        with open(environ.get("SIM_GPU_LAYOUT") or "/etc/sim-gpu/layout.json") as handle:
+            layout = json.load(handle)
+    except (OSError, ValueError):
+        return []
+    defaults = layout.get("gpu_defaults") or {}
+    gpus = [dict(defaults, **entry, index=i) for i, entry in enumerate(layout.get("gpus") or [])]
+    spec = environ.get("CUDA_VISIBLE_DEVICES")
+    keys = []
+    for token in ("0" if spec is None else spec).split(","):
+        token = token.strip()
+        if token.isdigit() and int(token) < len(gpus):
+            found = [gpus[int(token)]]
+        else:
+            found = [g for g in gpus if token.startswith("GPU-") and str(g.get("uuid", "")).startswith(token)]
+        if len(found) != 1:
+            break
+        if gpu_key(found[0]) not in keys:
+            keys.append(gpu_key(found[0]))
+    return keys
+
+
 def boot_epoch(proc_root="/proc", layout_path=None):
     """The fixed "driver load" time: the host's boot (btime), else the layout file's mtime, else 0."""
     try:

@@ -25,7 +25,7 @@ import string
 import sys
 import threading
 import time
-from ctypes import Structure, Union, c_double, c_int, c_int32, c_int64, c_longlong, c_uint, c_uint32, \
+from ctypes import Structure, Union, c_double, c_int, c_int64, c_longlong, c_uint, c_uint32, \
     c_ulong, c_ulonglong, c_ushort
 from datetime import datetime
 

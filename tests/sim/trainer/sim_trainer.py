@@ -113,9 +113,34 @@ def run(args):
     total = args.steps * args.epochs
     say('Starting training: %d epoch(s), %d steps per epoch, %d steps' % (args.epochs, args.steps, total))
     start = time.time()
+    load = power_publisher()
+    try:
+        return train(args, total, start, load)
+    finally:
+        if load is not None:
+            load.set(0.0)
+
+
+# The GPUs' load while training (0..1 from idle to peak board power), for the simulated power.
+TRAIN_LOAD = 0.85
+
+
+def power_publisher():
+    """Publishes the training load on the visible GPUs (sim_gpu_power, on the sim image's path), or None."""
+    try:
+        import sim_gpu_power
+    except ImportError:
+        return None
+    keys = sim_gpu_power.visible_keys()
+    return sim_gpu_power.Publisher('%d.0' % os.getpid(), keys) if keys else None
+
+
+def train(args, total, start, load):
     step = 0
     for epoch in range(args.epochs):
         for _epoch_step in range(args.steps):
+            if load is not None:
+                load.set(TRAIN_LOAD, busy_for_s=args.pace)
             if args.pace:
                 time.sleep(args.pace)
             step += 1

@@ -14,6 +14,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -25,6 +26,7 @@ REPO = Path(__file__).resolve().parents[3]
 EMULATOR = REPO / "tests" / "sim" / "sglang_emulator"
 sys.path.insert(0, str(EMULATOR))
 
+from sglang import _sim_engine as sim_engine  # noqa: E402
 from sglang import _sim_gpu as sim_gpu  # noqa: E402
 from sglang import _sim_model as sim_model  # noqa: E402
 from sglang import _sim_server as sim_server  # noqa: E402
@@ -382,6 +384,54 @@ def test_claim_is_written_after_load(dflash):
     claim = json.loads(dflash.claim.read_text())
     assert claim["memory_mib"] == round(0.88 * GPU_TOTAL_MIB)
     assert claim["gpus"] == [LAYOUT["gpus"][0]["uuid"]]
+
+
+# --------------------------------------------------------------------------------------------
+# the GPUs' load, published for the simulated power (tests/sim/nvidia_smi/sim_gpu_power.py)
+# --------------------------------------------------------------------------------------------
+
+def test_step_load_rises_with_batch_and_with_the_draft_models_work():
+    ar, dflash = sim_model.Workload(), sim_model.Workload(method="DFLASH", num_draft_tokens=16)
+    loads = [sim_engine.step_load(ar, batch) for batch in (1, 8, 64, 256)]
+    assert loads == sorted(loads) and loads[0] > 0.25 and loads[-1] <= 1.0
+    assert sim_engine.step_load(dflash, 1) > sim_engine.step_load(ar, 1) + 0.1
+    assert [sim_engine.step_load(ddtree(b), 1) for b in (8, 64, 512)] == sorted(
+        sim_engine.step_load(ddtree(b), 1) for b in (8, 64, 512))
+    assert sim_engine.step_load(ar, 4, prefill=True) > sim_engine.step_load(ar, 4)
+    assert sim_engine.step_load(ar, 0) == 0.0
+
+
+def test_the_emulator_publishes_its_load_while_serving_and_idles_between_requests(emulator):
+    smi_dir = REPO / "tests" / "sim" / "nvidia_smi"
+    sys.path.insert(0, str(smi_dir))
+    import sim_gpu_power  # noqa: E402
+    emu = emulator(env={"PYTHONPATH": "%s:%s" % (EMULATOR, smi_dir)})
+    emu.wait_ready()
+    path = Path(sim_gpu_power.state_path(str(emu.state_dir), LAYOUT["gpus"][0]["uuid"]))
+
+    def load_now():
+        return sim_gpu_power.load_at(sim_gpu_power.read_state(str(path)), time.time())
+
+    wait_until(lambda: path.exists() and load_now() == 0, "the warm-up's load to end")
+    writes_before = path.stat().st_mtime_ns
+    results = []
+    body = {"text": "power", "sampling_params": {"max_new_tokens": 4000, "ignore_eos": True}}
+    workers = [threading.Thread(target=lambda: results.append(emu.post("/generate", body)[0])) for _ in range(4)]
+    for worker in workers:
+        worker.start()
+    busy = wait_until(load_now, "a load while the requests run")
+    state = sim_gpu_power.read_state(str(path))
+    assert 0.3 <= busy <= 1.0 and list(state["owners"]) == ["%d.0" % emu.proc.pid]
+    for worker in workers:
+        worker.join(DEADLINE_S)
+    assert results == [200] * 4
+    wait_until(lambda: load_now() == 0, "the load to end when the requests have")
+    state = sim_gpu_power.read_state(str(path))
+    assert path.stat().st_mtime_ns > writes_before
+    # cheap: a write per load change at most every 50 ms, not one per step
+    recent = [s for s in state["segments"] if s[1] > time.time() - sim_gpu_power.KEEP_S]
+    span = max(s[1] for s in recent) - min(s[0] for s in recent)
+    assert len(recent) <= span / 0.05 + 4
 
 
 def test_sigterm_removes_the_claim_and_exits_0(emulator):

@@ -319,3 +319,22 @@ def test_a_dead_loaders_power_ends_with_its_lease_and_the_counter_keeps_counting
     wait_until(lambda: counters.append(nvml.nvmlDeviceGetTotalEnergyConsumption(handle)) or
                instant_w(handle) == pytest.approx(IDLE0), "the dead child's lease to end")
     assert counters == sorted(counters) and counters[-1] > before
+
+
+def test_the_simulated_trainer_loads_its_visible_gpus_while_it_trains(host, tmp_path):
+    trainer = REPO / "tests" / "sim" / "trainer" / "sim_trainer.py"
+    env = dict(host, PYTHONPATH=str(SMI_DIR), CUDA_VISIBLE_DEVICES="2,%s" % CT200["gpus"][3]["uuid"][:12],
+               SPECDEC_RUN_DIR=str(tmp_path / "run"))
+    handles = [nvml.nvmlDeviceGetHandleByIndex(i) for i in range(4)]
+    proc = subprocess.Popen([sys.executable, str(trainer), "--steps", "30", "--pace", "0.05", "--load-seconds", "0",
+                             "--format", "json"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_until(lambda: instant_w(handles[2]) > 400, "the trainer's load")
+        assert instant_w(handles[3]) > 400
+        assert instant_w(handles[0]) == CT200["gpus"][0]["power.draw"]
+        assert proc.wait(timeout=DEADLINE_S) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert instant_w(handles[2]) == CT200["gpus"][2]["power.draw"]   # its last act: load 0

@@ -9,12 +9,14 @@ speculative method shape latency and throughput the way they do on a GPU.
 from __future__ import annotations
 
 import collections
+import math
 import os
 import threading
 import time
 import traceback
 from typing import Callable, List, Optional
 
+from . import _sim_gpu
 from . import _sim_model as model
 
 # How long the crash fault waits for the HTTP side to have written what a streamed request was given
@@ -186,6 +188,32 @@ class GenRequest:
         return meta
 
 
+# The GPU's load (0..1 of the way from idle to peak board power) for a step: decode streams the weights
+# (memory-bound: a floor), more tokens per step fill the SMs, and a speculative method's draft model adds work.
+PREFILL_LOAD = 0.9
+DECODE_FLOOR = 0.3
+DECODE_COMPUTE = 0.55
+COMPUTE_TOKENS = 64.0   # tokens per step at which the compute share is 63% of its span
+DRAFT_LOAD = 0.1
+
+
+def step_load(wl: model.Workload, batch: int, prefill: bool = False) -> float:
+    """The load a step puts on each of its GPUs: prefill near peak; decode from a memory-bound floor rising with
+    the tokens the step verifies (batch x draft tokens, or the DDTree budget) plus the drafter's work."""
+    if batch <= 0:
+        return 0.0
+    if prefill:
+        return PREFILL_LOAD
+    if wl.method == model.AUTOREGRESSIVE:
+        per_seq, draft = 1, 0.0
+    elif wl.method == "DDTREE":
+        per_seq, draft = max(1, int(wl.ddtree_budget)), DRAFT_LOAD
+    else:
+        per_seq, draft = max(1, int(wl.num_draft_tokens)), DRAFT_LOAD
+    compute = DECODE_COMPUTE * (1.0 - math.exp(-batch * per_seq / COMPUTE_TOKENS))
+    return min(1.0, DECODE_FLOOR + compute + draft)
+
+
 class EngineStats:
     """Counters an engine keeps for /server_info and /metrics (guarded by the engine's lock)."""
 
@@ -238,6 +266,8 @@ class Engine:
         self.running: List[GenRequest] = []
         self.stats = EngineStats()
         self._clock: Optional[float] = None
+        # Publishes the GPUs' load for the simulated power (None: not on a simulated GPU host).
+        self.power = _sim_gpu.power_publisher(dp_rank, max(1, int(getattr(wl, "tp", 1) or 1)))
         self._thread = threading.Thread(target=self._run, name="scheduler-dp%d" % dp_rank, daemon=True)
 
     def start(self) -> None:
@@ -298,6 +328,12 @@ class Engine:
         if delay > 0:
             time.sleep(delay)
 
+    def _publish_load(self, load: float, ms: float) -> None:
+        """The GPUs' load for the step about to run (the publisher writes only on a change or a renewal)."""
+        if self.power is not None:
+            seconds = ms / 1000.0 * self.time_scale if self.step_seconds is None else self.step_seconds
+            self.power.set(load, busy_for_s=seconds)
+
     def _run(self) -> None:
         try:
             self._loop()
@@ -311,6 +347,8 @@ class Engine:
                 idle = not self.waiting and not self.running
             if idle:
                 self.close_partial_window()
+                if self.power is not None:
+                    self.power.set(0.0)
                 if self.on_busy is not None:
                     self.on_busy(self.dp_rank, False)
             with self.cond:
@@ -352,7 +390,9 @@ class Engine:
             self.log("Prefill batch, #new-seq: %d, #new-token: %d, #cached-token: 0, token usage: %.2f, "
                      "#running-req: %d, #queue-req: %d"
                      % (len(batch), new_tokens, self._token_usage(), num_running, queued))
-        self._spend(model.prefill_ms(self.hw, self.wl, new_tokens))
+        ms = model.prefill_ms(self.hw, self.wl, new_tokens)
+        self._publish_load(step_load(self.wl, len(batch), prefill=True), ms)
+        self._spend(ms)
         if any(r.crash_trigger and r.max_new_tokens <= 1 for r in batch):
             self._crash()  # nothing left to stream: die before the only token
         with self.cond:
@@ -375,7 +415,9 @@ class Engine:
 
     def _decode(self, running: List[GenRequest], queued: int) -> None:
         context = sum(r.prompt_tokens + r.completion_tokens for r in running)
-        self._spend(model.decode_step_ms(self.hw, self.wl, len(running), context))
+        ms = model.decode_step_ms(self.hw, self.wl, len(running), context)
+        self._publish_load(step_load(self.wl, len(running)), ms)
+        self._spend(ms)
         if any(r.crash_trigger for r in running):
             self._crash(running)
         accepted_total = 0

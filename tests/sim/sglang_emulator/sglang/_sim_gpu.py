@@ -2,6 +2,9 @@
 
 The fake ``nvidia-smi`` (tests/sim/nvidia_smi) owns the layout format; this side reads it
 defensively, since all it needs is each GPU's index, UUID, name and total memory.
+
+Power: the engines publish their load on the claimed GPUs through ``sim_gpu_power`` (installed next to the
+fake nvidia-smi, on the image's Python path); without that module nothing is published.
 """
 
 from __future__ import annotations
@@ -11,6 +14,11 @@ import os
 import subprocess
 from dataclasses import dataclass
 from typing import Dict, List, Optional
+
+try:
+    import sim_gpu_power
+except ImportError:  # not on a simulated host (a unit test that does not put it on the path)
+    sim_gpu_power = None
 
 DEFAULT_LAYOUT = "/etc/sim-gpu/layout.json"
 DEFAULT_STATE_DIR = "/run/sim-gpu"
@@ -155,8 +163,15 @@ def claim_path(pid: Optional[int] = None) -> str:
     return os.path.join(state_dir, "claims", "%d.json" % (pid or os.getpid()))
 
 
+_claimed_gpus: Optional[List[str]] = None
+_publishers: List["sim_gpu_power.Publisher"] = []
+
+
 def write_claim(memory_mib: int, gpus: Optional[List[str]] = None, utilization_pct: Optional[int] = None) -> str:
     """Claim ``memory_mib`` on each of ``gpus`` (default: CUDA_VISIBLE_DEVICES); atomic replace."""
+    global _claimed_gpus
+    if gpus:
+        _claimed_gpus = list(gpus)
     path = claim_path()
     os.makedirs(os.path.dirname(path), exist_ok=True)
     claim = {"memory_mib": int(memory_mib)}
@@ -173,7 +188,22 @@ def write_claim(memory_mib: int, gpus: Optional[List[str]] = None, utilization_p
 
 
 def remove_claim() -> None:
+    for publisher in list(_publishers):
+        publisher.set(0.0)
     try:
         os.unlink(claim_path())
     except OSError:
         pass
+
+
+def power_publisher(dp_rank: int, tp: int):
+    """The publisher of one DP rank's load on its GPUs (the claimed ones, tp per rank, in order), or None
+    when nothing can be published (no power model, or no claim naming the GPUs)."""
+    if sim_gpu_power is None or not _claimed_gpus:
+        return None
+    keys = _claimed_gpus[dp_rank * tp:(dp_rank + 1) * tp]
+    if not keys:
+        return None
+    publisher = sim_gpu_power.Publisher("%d.%d" % (os.getpid(), dp_rank), keys)
+    _publishers.append(publisher)
+    return publisher
