@@ -45,7 +45,7 @@ options:
   status:
     description:
       - The stage's status (C(stage), C(status) V(ok) or V(failed), C(reason), C(started), C(headline), C(timings),
-        C(evidence)); C(finished) is set here.
+        C(repeats), C(evidence)); C(finished) is set here.
     type: dict
     required: true
   files:

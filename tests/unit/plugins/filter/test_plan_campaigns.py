@@ -111,3 +111,10 @@ def test_the_demo_stays_about_todays_size(tmp_path):
 def test_the_demo_spec_bench_shows_math_code_and_translation():
     (entry,) = [entry for entry in demo_entries() if entry['name'] == 'demo-spec-bench']
     assert entry['categories'] == ['coding', 'translation', 'math_reasoning']
+
+
+@pytest.mark.parametrize('name, host, repeats', [('ct200.yml', 'ct200', 3), ('a100box.yml', 'a100box', 3),
+                                                 ('sim.yml', 'ct200', 3), ('sim.yml', 'a100box', 1)])
+def test_the_lab_campaigns_and_the_demos_ct200_measure_three_repeats(name, host, repeats):
+    (spec,) = [spec for file_name, spec_host, spec in CAMPAIGN_SPECS if (file_name, spec_host) == (name, host)]
+    assert {stage['repeats'] for stage in stages_of(host, spec)} == {repeats}
