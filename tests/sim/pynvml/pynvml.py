@@ -217,9 +217,23 @@ def _gpu(handle):
     return gpus[index]
 
 
+_VALUES_TTL_S = 0.05
+_values_cache = {}
+
+
 def _values(handle):
-    """The GPU's values as the fake nvidia-smi computes them (claims and power included)."""
+    """The GPU's values as the fake nvidia-smi computes them (claims and power included); one /proc scan serves
+    the calls of the next 50 ms (a sampler reads utilization, memory, clocks and temperature in a row)."""
     gpu = _gpu(handle)
+    cached = _values_cache.get(gpu["index"])
+    if cached is not None and time.monotonic() - cached[0] < _VALUES_TTL_S:
+        return cached[1]
+    values = _compute_values(gpu)
+    _values_cache[gpu["index"]] = (time.monotonic(), values)
+    return values
+
+
+def _compute_values(gpu):
     layout = _layout()
     env = _environ()
     proc_root = env.get("SIM_PROC_ROOT") or _smi.DEFAULT_PROC_ROOT

@@ -164,14 +164,16 @@ def test_power_rises_with_load_up_to_the_limit(host):
 def test_power_draw_is_a_one_second_average_that_lags_a_load_step(host):
     start = publish(host, 1.0)
     draw, average, instant = smi_power(host)
-    assert time.time() - start < 0.5, "too slow to see the lag"
+    late = time.time() - start   # the query ran between `start` and now: the mean covers that much load
     assert instant == pytest.approx(PEAK, abs=0.01)
-    assert draw == average < instant - 100
+    assert draw == average <= IDLE0 + (PEAK - IDLE0) * late + 0.01
+    assert late > 0.8 or draw < instant - 100
     wait_until(lambda: smi_power(host)[0] >= PEAK - 0.01, "power.draw to catch up")
     stop = publish(host, 0.0)
     draw, _average, instant = smi_power(host)
-    assert time.time() - stop < 0.5
-    assert instant == IDLE0 and draw > IDLE0 + 100   # right after a load power.draw still shows it
+    late = time.time() - stop
+    assert instant == IDLE0 and draw >= PEAK - (PEAK - IDLE0) * late - 0.01
+    assert late > 0.8 or draw > IDLE0 + 100   # right after a load power.draw still shows it
 
 
 def test_lms_100_prints_a_line_every_100_ms_until_killed(host):
@@ -231,26 +233,22 @@ def test_instant_samples_every_100_ms_match_the_counter_and_power_draw_overestim
 # --------------------------------------------------------------------------------------------
 
 def test_the_counter_difference_is_the_integral_of_instant_power_within_1_percent(host):
+    """Instant power, sampled as often as the fake answers and once right at each load change (it is constant in
+    between), integrated over the window, against two reads of the counter."""
     handle = nvml.nvmlDeviceGetHandleByUUID(GPU0)
-    e0, t_prev = nvml.nvmlDeviceGetTotalEnergyConsumption(handle), time.time()
-    integral, counters, p_prev = 0.0, [e0], instant_w(handle)
-    loads = iter([0.3, 1.0, 0.0, 0.6])
-    next_step = t_prev
-    while True:
-        now = time.time()
-        if now >= next_step:
-            load = next(loads, None)
-            if load is None:
-                break
-            publish(host, load)
-            next_step = now + 0.4
-        p = instant_w(handle)
-        now = time.time()
-        integral += (p_prev + p) / 2 * (now - t_prev)   # trapezoids over ~1 ms samples
-        p_prev, t_prev = p, now
-        counters.append(nvml.nvmlDeviceGetTotalEnergyConsumption(handle))
-    counter_j = (counters[-1] - e0) / 1000.0
-    assert counters == sorted(counters)
+    e0, t0 = nvml.nvmlDeviceGetTotalEnergyConsumption(handle), time.time()
+    points, counters = [(t0, instant_w(handle))], [e0]
+    for load in (0.3, 1.0, 0.0, 0.6):
+        changed = publish(host, load)
+        points.append((changed, instant_w(handle)))
+        while time.time() - changed < 0.4:
+            points.append((time.time(), instant_w(handle)))
+            counters.append(nvml.nvmlDeviceGetTotalEnergyConsumption(handle))
+    e1, t1 = nvml.nvmlDeviceGetTotalEnergyConsumption(handle), time.time()
+    points.sort()
+    integral = sum(p * (b - a) for (a, p), (b, _q) in zip(points, points[1:] + [(t1, None)]))
+    counter_j = (e1 - e0) / 1000.0
+    assert counters + [e1] == sorted(counters + [e1])
     assert counter_j == pytest.approx(integral, rel=0.01)
     assert counter_j > IDLE0 * 1.6 * 2    # the load was drawn
 
