@@ -156,7 +156,7 @@ def reason_names(mask):
     return names
 
 
-class Nvml(object):
+class Nvml:
     """libnvidia-ml.so.1 through ctypes, with pynvml's names for the calls telemetry makes.
 
     `lib` is for tests: any object whose attributes are callables taking the same ctypes arguments.

@@ -283,7 +283,7 @@ def load_nvml(backend):
     return backend, nvml
 
 
-class NvmlReader(object):
+class NvmlReader:
     """Reads the stage's GPUs through a pynvml-like object (the pynvml module or _nvml.Nvml)."""
 
     def __init__(self, nvml, uuids):
@@ -358,7 +358,7 @@ class NvmlReader(object):
             pass
 
 
-class SmiReader(object):
+class SmiReader:
     """`nvidia-smi --query-gpu=... -lms` as a subprocess; a thread parses its lines as they come."""
 
     def __init__(self, nvidia_smi, uuids, interval_s, probe_timeout_s=10.0):
@@ -443,7 +443,7 @@ class SmiReader(object):
 # ---------------------------------------------------------------------------------------------------------
 
 
-class Telemetry(object):
+class Telemetry:
     """Energy and telemetry of one stage's GPUs around a run.
 
         telemetry = Telemetry(uuids)          # backend='auto': pynvml, else ctypes, else nvidia-smi
