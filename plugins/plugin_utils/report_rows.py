@@ -244,13 +244,14 @@ def stage_rows(host, campaign, entry):
 def repeat_rows(host, campaign, entry):
     """One row per result of a measured stage's runs (REPEAT_KEYS): each repeat's own numbers."""
     stage = entry['stage']
+    setting = setting_label(stage.get('method'), stage.get('params'))
     rows = []
     for run in sorted(entry['results']):
         for repeat, result in sorted((entry['results'][run] or {}).items()):
             if result is None:
                 continue
             row = {'host': host, 'campaign': campaign, 'stage': stage['id'], 'method': stage.get('method'),
-                   'setting': setting_label(stage.get('method'), stage.get('params')), 'tp': stage.get('tp'),
+                   'setting': setting, 'tp': stage.get('tp'),
                    'repeat': repeat, 'status': MEASURED if result.get('complete') else 'incomplete'}
             row.update(zip(RUN_KEYS, run))
             for key in REPEAT_NUMBERS:

@@ -1,7 +1,10 @@
 """Time to write a campaign report from 1,000 collected stages x 4 concurrencies, against just reading the files.
 
     .venv/bin/python tests/perf/bench_report.py [--runs 5] [--hosts 5] [--keep DIR] [--datasets gsm8k,mt-bench]
-                                                [--temperatures 0,0.7]
+                                                [--temperatures 0,0.7] [--repeats 3]
+
+Issue 16's case (1,000 stages x 4 concurrencies x 3 datasets x 3 repeats, Spec-Bench's categories from its raw records):
+    .venv/bin/python tests/perf/bench_report.py --datasets gsm8k,mt-bench,spec-bench --repeats 3 --runs 3
 
 The results are synthetic but complete and laid out as bench_stage writes them (tests/unit/plugins/plugin_utils/
 synthetic_results.py: status, result, raw records, server_info, GPU snapshot per stage, campaign.json per host):
@@ -9,9 +12,12 @@ synthetic_results.py: status, result, raw records, server_info, GPU snapshot per
 (--hosts 2: 31 budgets, 1,008 stages). The tables cost per stage; the plots per host and TP (one panel each).
 --datasets / --temperatures: every stage runs those prompt sets at those temperatures (rows and plots multiply by
 their count: one row per stage, dataset, temperature and concurrency); default: random prompts at T=0, as before.
+--repeats N: every run measured N times (N result and raw files; a row aggregates them with its intervals, the
+speedup with Fieller's); a dataset with categories (spec-bench) also has its raw records read for the per-category rows.
 Each run is a fresh Python process, so imports (matplotlib included) are counted, and writes into a fresh folder.
 
-  read      json.load of every file the report reads (the floor: no report can do less)
+  read      json.load of every file the report of campaign perf reads, the categorized sets' raw records line by
+            line included (the floor: no report can do less; compare reads a second campaign as large)
   report    specdec.bench report without plots (rows, speedups, CSV, JSON, Markdown, LaTeX)
   plots     the same with the PNG plots (3 per host)
   compare   the same with plots and a comparison against a second campaign of the same size
@@ -46,15 +52,23 @@ BUDGETS = (4, 8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 512)
 CHILD = r'''
 import json, os, sys, time
 start, cpu = time.perf_counter(), time.process_time()
-variant, root, out, tree = sys.argv[1:5]
+variant, root, out, tree, categorized = sys.argv[1:6]
+categorized = [name for name in categorized.split(',') if name]
 sys.path.insert(0, tree)
 if variant == 'read':
     count = 0
     for current, _dirs, names in os.walk(root):
+        if os.sep + 'perf' + os.sep not in current + os.sep:
+            continue  # the campaign reported ('perf'), not the one compare reads beside it
         for name in names:
             if name.endswith('.json'):
                 with open(os.path.join(current, name), 'rb') as handle:
                     json.loads(handle.read())
+                count += 1
+            elif name.endswith('.jsonl') and any(name.startswith('raw-%s-' % dataset) for dataset in categorized):
+                with open(os.path.join(current, name), 'rb') as handle:
+                    for line in handle.read().splitlines():
+                        json.loads(line)
                 count += 1
 else:
     from ansible_collections.specdec.bench.plugins.plugin_utils.report import generate
@@ -81,8 +95,8 @@ def matrix(budgets=BUDGETS):
     return stages
 
 
-def run_child(variant, root, out, tree):
-    done = subprocess.run([sys.executable, '-c', CHILD, variant, str(root), str(out), tree],
+def run_child(variant, root, out, tree, categorized=()):
+    done = subprocess.run([sys.executable, '-c', CHILD, variant, str(root), str(out), tree, ','.join(categorized)],
                           check=True, capture_output=True, text=True)
     seconds, cpu, count = done.stdout.split()
     return float(seconds), float(cpu), int(count)
@@ -95,10 +109,13 @@ def main():
     parser.add_argument('--keep', help='make the results here and keep them')
     parser.add_argument('--datasets', help='comma-separated prompt set names (default: none, random prompts)')
     parser.add_argument('--temperatures', help='comma-separated temperatures (default: 0)')
+    parser.add_argument('--repeats', type=int, default=1, help='measured repeats of every run (default: 1, one result as before)')
     args = parser.parse_args()
     datasets = args.datasets.split(',') if args.datasets else None
     temperatures = [float(t) for t in args.temperatures.split(',')] if args.temperatures else None
     runs_per_stage = len(datasets or [None]) * len(temperatures or [0])
+    repeats = args.repeats if args.repeats > 1 else None
+    categorized = [name for name in datasets or [] if name in synth.DATASET_CATEGORIES]
     work = pathlib.Path(args.keep or tempfile.mkdtemp(prefix='specdec-bench-report-'))
     root = work / 'results'
     tree = conftest._collection_tree()  # pylint: disable=protected-access
@@ -109,11 +126,13 @@ def main():
         for campaign, seed in (('perf', number), ('perf-before', 100 + number)):
             if not (root / host / campaign).exists():
                 synth.make_campaign(root, host, campaign, matrix(budgets), concurrency=CONCURRENCY, num_prompts=4, input_len=64,
-                                    output_len=8, seed=seed, datasets=datasets, temperatures=temperatures)
+                                    output_len=8, seed=seed, datasets=datasets, temperatures=temperatures, repeats=repeats)
     stages = args.hosts * len(matrix(budgets))
-    print('synthetic results: %d host(s), %d stages x %d run(s) x %d concurrencies = %d rows, %d files, made in %.1f s' % (
-        args.hosts, stages, runs_per_stage, len(CONCURRENCY), stages * runs_per_stage * len(CONCURRENCY),
-        sum(len(files) for _d, _s, files in os.walk(root)), time.perf_counter() - began))
+    print('synthetic results: %d host(s), %d stages x %d run(s) x %d concurrencies x %d repeat(s) = %d rows of %d results, '
+          '%d files (two campaigns), made in %.1f s' % (
+              args.hosts, stages, runs_per_stage, len(CONCURRENCY), args.repeats, stages * runs_per_stage * len(CONCURRENCY),
+              stages * runs_per_stage * len(CONCURRENCY) * args.repeats, sum(len(files) for _d, _s, files in os.walk(root)),
+              time.perf_counter() - began))
     print('(each run is a fresh process; %s)' % ('files kept in %s' % work if args.keep else 'files removed afterwards'))
     variants = ('read', 'report', 'plots', 'compare', 'rerun')
     times = {variant: [] for variant in variants}
@@ -123,8 +142,8 @@ def main():
         for variant in variants:
             out = work / 'reports' / ('rerun' if variant == 'rerun' else '%s-%d' % (variant, run))
             if variant == 'rerun' and not out.exists():
-                run_child('plots', root, out, tree)  # the first report, not timed
-            seconds, cpu, count = run_child(variant, root, out, tree)
+                run_child('plots', root, out, tree, categorized)  # the first report, not timed
+            seconds, cpu, count = run_child(variant, root, out, tree, categorized)
             times[variant].append(seconds)
             cpus[variant].append(cpu)
             rows[variant] = count
