@@ -45,8 +45,8 @@ def a100_host():
 
 
 def result_file(dataset, temperature, concurrency):
-    """The results layout's result file (module_utils/_common.py: result-{dataset}-t{temperature}-c{concurrency}.json)."""
-    return f"result-{dataset}-t{temperature:g}-c{concurrency}.json"
+    """The results layout's result file of repeat 1 (module_utils/_common.py RESULTS_LAYOUT)."""
+    return f"result-{dataset}-t{temperature:g}-c{concurrency}-r1.json"
 
 
 def headline_runs(st):

@@ -86,7 +86,7 @@ def test_no_archive_is_left_anywhere(host):
 def raw_throughput(host, stage, concurrency):
     """Output tokens of the completed requests over the run's duration, from the host's raw per-request records."""
     # a campaign without workload.datasets runs random prompts at temperature 0: RESULTS_LAYOUT's raw-{dataset}-t{T}-c{c}
-    raw = f"{HOST_ROOT}/{stage}/raw-random-t0-c{concurrency}.jsonl"
+    raw = f"{HOST_ROOT}/{stage}/raw-random-t0-c{concurrency}-r1.jsonl"
     records = [json.loads(line) for line in host.file(raw).content_string.splitlines()]
     measured = [r for r in records if not r["warmup"]]
     done = [r for r in measured if r["success"]]

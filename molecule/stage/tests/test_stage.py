@@ -2,7 +2,7 @@
 
 converge.yml runs two stages that must end ok, each with two demo prompt sets and random prompts at two temperatures
 and two concurrencies; side_effect.yml one whose server fails at start, which must end failed with its evidence while
-the play goes on.
+the play goes on, and one measured with repeats 2 then rerun with repeats 3, which must measure repeat 3 only.
 """
 import hashlib
 import itertools
@@ -36,9 +36,10 @@ def stage_dir(campaign, stage):
     return f"{RESULTS}/{campaign}/{stage}"
 
 
-def result_file(dataset, temperature, concurrency):
-    """The results layout's result file (module_utils/_common.py: result-{dataset}-t{temperature}-c{concurrency}.json)."""
-    return f"result-{dataset}-t{temperature:g}-c{concurrency}.json"
+def result_file(dataset, temperature, concurrency, repeat=1, kind="result", suffix="json"):
+    """The results layout's file of one repeat (module_utils/_common.py:
+    result-{dataset}-t{temperature}-c{concurrency}-r{repeat}.json, raw-...jsonl)."""
+    return f"{kind}-{dataset}-t{temperature:g}-c{concurrency}-r{repeat}.{suffix}"
 
 
 def read_json(host, path):
@@ -143,3 +144,56 @@ def test_failed_stage_has_its_reason_and_evidence(host):
     assert "CUDA out of memory" in host.file(f"{folder}/journal.txt").content_string
     assert host.file(f"{folder}/unit.service").exists
     assert not host.file(f"{folder}/{result_file('random', 0, 1)}").exists
+
+
+REPEATS = ("stage-repeats", "tp1-dflash-n16")
+FLUSHED = "Cache flushed successfully!"
+
+
+def repeat_files(repeat):
+    return [result_file("random", 0, 1, repeat), result_file("random", 0, 1, repeat, "raw", "jsonl")]
+
+
+def raw_records(host, path):
+    return [json.loads(line) for line in host.file(path).content_string.splitlines()]
+
+
+def test_a_rerun_with_more_repeats_measures_only_the_missing_one(host):
+    folder = stage_dir(*REPEATS)
+    status = read_json(host, f"{folder}/status.json")
+    assert (status["status"], status["repeats"]) == ("ok", 3)
+    assert [(row["concurrency"], row["repeats"]) for row in status["headline"]] == [(1, 3)]
+    rows = [read_json(host, f"{folder}/{result_file('random', 0, 1, repeat)}") for repeat in (1, 2, 3)]
+    assert [(row["repeat"], row["repeats"], row["complete"]) for row in rows] == [(1, 2, True), (2, 2, True), (3, 3, True)]
+    # the headline is the mean of the three repeats
+    mean = sum(row["output_throughput"] for row in rows) / 3
+    assert abs(status["headline"][0]["output_throughput"] - mean) < 1e-6 * mean
+    # repeats 1 and 2 were reused, untouched: the same bytes and times as after the first run
+    before = read_json(host, "/root/stage-repeats-before.json")
+    assert sorted(before) == sorted(f"{folder}/{name}" for repeat in (1, 2) for name in repeat_files(repeat))
+    for path, noted in before.items():
+        assert host.file(path).sha256sum == noted["checksum"], path
+        mtime = float(host.run(f"python3 -c 'import os, sys; print(repr(os.stat(sys.argv[1]).st_mtime))' {path}").stdout)
+        assert mtime == noted["mtime"], path
+    # the first run's status moved to attempt-1/ with copies of its repeats, so the attempt stays a whole record
+    assert read_json(host, f"{folder}/attempt-1/status.json")["repeats"] == 2
+    for name in repeat_files(1) + repeat_files(2):
+        assert host.file(f"{folder}/attempt-1/{name}").sha256sum == host.file(f"{folder}/{name}").sha256sum
+    assert not host.file(f"{folder}/attempt-1/{result_file('random', 0, 1, 3)}").exists
+
+
+def test_each_measuring_run_warms_up_once_and_flushes_before_each_repeat(host):
+    folder = stage_dir(*REPEATS)
+    # one warm-up pass per run of the stage, leading its first measured repeat: r1 (first run) and r3 (the fill-in)
+    warmups = [sum(1 for record in raw_records(host, f"{folder}/{repeat_files(repeat)[1]}") if record["warmup"])
+               for repeat in (1, 2, 3)]
+    assert warmups == [1, 0, 1]
+    for repeat in (1, 2, 3):
+        records = raw_records(host, f"{folder}/{repeat_files(repeat)[1]}")
+        assert sum(1 for record in records if not record["warmup"] and record["success"]) == NUM_PROMPTS
+        # flushed after the warm-up, before the repeat: /server_info's acceptance counts this repeat's requests only
+        row = read_json(host, f"{folder}/{result_file('random', 0, 1, repeat)}")
+        assert row["accept_length_flag"] is False and row["accept_length_disagreement"] < 1e-6
+    # the server flushed its cache once per repeat measured: two in the first run, one in the fill-in
+    journal = host.run(f"journalctl --no-pager -o cat -u {unit_name(*REPEATS)}").stdout
+    assert journal.count(FLUSHED) == 3

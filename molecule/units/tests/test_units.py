@@ -168,8 +168,8 @@ def test_campaign_json_is_the_plan(host):
 
 
 def test_earlier_results_survive_a_second_apply(host):
-    """converge.yml left result-random-t0-c1.json after its first apply; idempotence and check applied both roles again."""
-    earlier = host.file(f"{RESULTS}/tp1-autoregressive/result-random-t0-c1.json")
+    """converge.yml left result-random-t0-c1-r1.json after its first apply; idempotence and check applied both roles again."""
+    earlier = host.file(f"{RESULTS}/tp1-autoregressive/result-random-t0-c1-r1.json")
     assert json.loads(earlier.content_string)["written_by"] == "molecule/units converge"
     # campaign.json was written before that result and never again
     assert host.file(f"{RESULTS}/campaign.json").mtime <= earlier.mtime
