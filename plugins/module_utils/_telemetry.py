@@ -24,6 +24,7 @@ from __future__ import annotations
 import calendar
 import csv
 import subprocess
+import tempfile
 import threading
 import time
 
@@ -283,6 +284,13 @@ def load_nvml(backend):
     return backend, nvml
 
 
+def _shutdown(nvml):
+    try:
+        nvml.nvmlShutdown()
+    except nvml.NVMLError:
+        pass
+
+
 class NvmlReader:
     """Reads the stage's GPUs through a pynvml-like object (the pynvml module or _nvml.Nvml)."""
 
@@ -352,10 +360,7 @@ class NvmlReader:
         return samples
 
     def close(self):
-        try:
-            self.nvml.nvmlShutdown()
-        except self.nvml.NVMLError:
-            pass
+        _shutdown(self.nvml)
 
 
 class SmiReader:
@@ -374,8 +379,9 @@ class SmiReader:
         self._samples = []
         self._lock = threading.Lock()
         self._offset = None
+        self._stderr = tempfile.TemporaryFile(mode='w+')  # a file, not a pipe: nothing can fill up and block
         self.process = subprocess.Popen(smi_command(nvidia_smi, self.fields, self.uuids, interval_s),
-                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1)
+                                        stdout=subprocess.PIPE, stderr=self._stderr, text=True, bufsize=1)
         self._thread = threading.Thread(target=self._pump, name='telemetry-nvidia-smi', daemon=True)
         self._thread.start()
 
@@ -421,6 +427,10 @@ class SmiReader:
             samples, self._samples = self._samples, []
         return samples
 
+    def pending(self):
+        """True while the parsing thread may still hand over lines."""
+        return self._thread.is_alive()
+
     def energy_mj(self):
         return dict((uuid, None) for uuid in self.uuids)
 
@@ -435,9 +445,10 @@ class SmiReader:
         self._thread.join(timeout=5)
         if self.lines_bad:
             self.notes.append('%d nvidia-smi lines could not be read' % self.lines_bad)
-        if self.process.returncode not in (0, -15, None) and not self._samples:
-            error = self.process.stderr.read() if self.process.stderr else ''
-            self.notes.append('nvidia-smi ended with rc %s: %s' % (self.process.returncode, error.strip()[:200]))
+        if self.process.returncode not in (0, -15):  # -15: our terminate()
+            self._stderr.seek(0)
+            self.notes.append('nvidia-smi ended by itself with rc %s: %s' % (self.process.returncode, self._stderr.read().strip()[:300]))
+        self._stderr.close()
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -481,10 +492,13 @@ class Telemetry:
         self._stop_event = threading.Event()
         self._thread = None
         self._lock = threading.Lock()
+        self._closed = False
 
     # --- backend
 
     def _open(self):
+        if self._closed:
+            raise ValueError('this Telemetry is closed: make a new one for the next run')
         if self.reader is not None:
             return
         tried = []
@@ -495,7 +509,11 @@ class Telemetry:
                     self.reader = SmiReader(self.nvidia_smi, self.uuids, self.interval_s)
                 else:
                     _name, nvml = load_nvml(backend)
-                    self.reader = NvmlReader(nvml, self.uuids)
+                    try:
+                        self.reader = NvmlReader(nvml, self.uuids)
+                    except ValueError:
+                        _shutdown(nvml)
+                        raise
             except (ImportError, OSError, ValueError, AttributeError) as error:
                 tried.append('%s: %s' % (backend, error))
                 continue
@@ -537,6 +555,8 @@ class Telemetry:
             seen = set(sample['uuid'] for sample in self._collect() if sample['t'] >= after)
             if seen >= set(self.uuids):
                 return True
+            if isinstance(self.reader, SmiReader) and self.reader.process.poll() is not None and not self.reader.pending():
+                return False  # nvidia-smi ended: nothing more will come
             time.sleep(self.interval_s / 2)
         return False
 
@@ -577,28 +597,40 @@ class Telemetry:
         """
         if self.t_start is None:
             raise ValueError('stop() before start()')
+        if self.result is not None:
+            return self.result
         self.t_stop = time.time()
         self.counters_stop = self.reader.energy_mj()
         if isinstance(self.reader, SmiReader):
             self._wait_for_sample(self.t_stop, 5 * self.interval_s + 2.0)
-        self._stop_event.set()
-        if self._thread is not None:
-            self._thread.join(timeout=5 + self.interval_s)
-        self.reader.close()
+        self.close()
         samples = self._collect()
         duration = self.t_stop - self.t_start
         per_gpu = [gpu_summary(uuid, samples, self.t_start, self.t_stop, self.counters_start[uuid], self.counters_stop[uuid])
                    for uuid in self.uuids]
         result = merge(per_gpu, duration)
+        notes = self.notes + self.reader.notes
+        if result['energy_j'] is None:
+            notes.append('no energy: no counter and no power samples on %s' % ','.join(
+                gpu['uuid'] for gpu in per_gpu if gpu['energy_j'] is None))
         result.update({
             'backend': self.backend,
             'power_source': self.reader.power_source,
             'idle_power_w': self.idle_power_w,
             'per_gpu': per_gpu,
-            'notes': self.notes + self.reader.notes,
+            'notes': notes,
         })
         self.result = result
         return result
+
+    def close(self):
+        """Stop sampling without figures (for a run that failed); stop() calls it. Safe to call twice."""
+        self._stop_event.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5 + self.interval_s)
+        if self.reader is not None and not self._closed:
+            self._closed = True
+            self.reader.close()
 
     def write_series(self, path):
         """Write the run's samples as CSV (SERIES_COLUMNS; t_s from start()); returns the row count."""

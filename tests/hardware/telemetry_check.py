@@ -93,12 +93,12 @@ def main():
         flops = 0
         while time.time() - t0 < seconds:
             if load == 1:
-                for _ in range(20):
+                for _repeat in range(20):
                     a @ b
                 torch.cuda.synchronize()
                 flops += 20 * 2 * 8192 ** 3
             elif load == 2:
-                for _ in range(5):
+                for _repeat in range(5):
                     a @ b
                 torch.cuda.synchronize()
                 flops += 5 * 2 * 8192 ** 3
@@ -124,7 +124,7 @@ def main():
     lines = ['GPU: %s, driver %s; backends: %s' % (name, driver, ', '.join(backends)), '',
              '| phase | seconds | counter J | ' + ' | '.join(
                  '%s J (method) | %s samples J' % (backend, backend) for backend in backends) + ' |',
-             '| --- | ---: | ---: | ' + ' | '.join('---: | ---:' for _ in backends) + ' |']
+             '| --- | ---: | ---: | ' + ' | '.join('---: | ---:' for _backend in backends) + ' |']
     for row in record['phases']:
         cells = ['%s' % row['phase'], '%.2f' % row['seconds'], '%.0f' % row['counter_j']]
         for backend in backends:

@@ -106,7 +106,7 @@ def main():
     for backend in args.backends.split(','):
         runs = []
         try:
-            for _ in range(args.runs):
+            for _run in range(args.runs):
                 runs.append(one_run(uuids, backend, args.seconds, args.interval, nvidia_smi))
         except (ValueError, ImportError) as error:
             print('%s: not available (%s)' % (backend, error))

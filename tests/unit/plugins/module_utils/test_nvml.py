@@ -77,8 +77,11 @@ def test_reason_names(mask, names):
     assert _nvml.reason_names(mask) == names
 
 
-class FakeLib(object):
-    """The driver library's calls as Python: out-arguments arrive as byref() objects, filled through _obj."""
+class OldDriverLib:
+    """The driver library's calls as Python: out-arguments arrive as byref() objects, filled through _obj.
+
+    A driver before R535: nvmlDeviceGetCurrentClocksEventReasons is not there, only ...ThrottleReasons.
+    """
 
     def __init__(self, energy=(1000, 2500)):
         self.calls = []
@@ -130,21 +133,17 @@ class FakeLib(object):
         out._obj.value = 51
         return 0
 
-    def nvmlDeviceGetCurrentClocksEventReasons(self, handle, out):
-        out._obj.value = 0x4
-        return 0
-
     def nvmlDeviceGetCurrentClocksThrottleReasons(self, handle, out):
         out._obj.value = 0x20
         return 0
 
 
-class OldDriverLib(FakeLib):
-    """A driver before R535: the symbol nvmlDeviceGetCurrentClocksEventReasons is not there."""
+class FakeLib(OldDriverLib):
+    """A current driver's library."""
 
-    @property
-    def nvmlDeviceGetCurrentClocksEventReasons(self):
-        raise AttributeError('undefined symbol: nvmlDeviceGetCurrentClocksEventReasons')
+    def nvmlDeviceGetCurrentClocksEventReasons(self, handle, out):
+        out._obj.value = 0x4
+        return 0
 
 
 def test_binding_calls_through_a_fake_library():
@@ -179,7 +178,7 @@ def test_binding_falls_back_to_the_throttle_reasons_symbol_of_older_drivers():
 
 
 def test_binding_names_a_missing_symbol_and_a_missing_library():
-    class Bare(object):
+    class Bare:
         pass
     with pytest.raises(_nvml.NVMLError) as caught:
         _nvml.Nvml(lib=Bare()).nvmlInit()

@@ -344,6 +344,9 @@ FAKE_SMI = '''\
         print(', '.join(cells[field] for field in fields), flush=True)
         if every is None:
             break
+        if os.environ.get('FAKE_SMI_DIE'):
+            sys.stderr.write('Unable to determine the device handle for GPU0000:18:00.0: GPU is lost.\\n')
+            sys.exit(15)
         time.sleep(every)
 '''
 
@@ -399,3 +402,45 @@ def test_no_backend_at_all_is_an_error_naming_each(monkeypatch, tmp_path):
     monkeypatch.setitem(sys.modules, 'pynvml', None)
     with pytest.raises(ValueError, match='no telemetry backend works here: nvidia-smi: .*could not be run'):
         tel.Telemetry([UUID], nvidia_smi=str(tmp_path / 'absent'), backend='nvidia-smi').start()
+
+
+def test_nvidia_smi_that_dies_is_reported_not_waited_for(fake_smi, monkeypatch):
+    monkeypatch.setenv('FAKE_SMI_DIE', '1')
+    telemetry = tel.Telemetry([UUID], interval_s=0.1, nvidia_smi=fake_smi, backend='nvidia-smi')
+    telemetry.start()
+    began = time.monotonic()
+    result = telemetry.stop()
+    assert time.monotonic() - began < 2.0
+    assert result['method'] == 'samples' and result['energy_j'] is not None  # the one sample, held over the window
+    assert any('ended by itself with rc 15' in note and 'GPU is lost' in note for note in result['notes'])
+
+
+def test_stop_twice_gives_the_same_result_and_a_closed_telemetry_refuses_to_start(monkeypatch):
+    monkeypatch.setitem(sys.modules, 'pynvml', fake_pynvml())
+    telemetry = tel.Telemetry([UUID], interval_s=0.05, backend='pynvml')
+    result = run_window(telemetry, 1)
+    assert telemetry.stop() is result
+    telemetry.close()
+    with pytest.raises(ValueError, match='closed: make a new one'):
+        telemetry.start()
+
+
+def test_close_without_stop_ends_nvidia_smi(fake_smi):
+    telemetry = tel.Telemetry([UUID], interval_s=0.1, nvidia_smi=fake_smi, backend='nvidia-smi')
+    telemetry.start()
+    telemetry.close()
+    assert telemetry.reader.process.poll() is not None
+    telemetry.close()
+
+
+def test_no_samples_and_no_counter_is_said(monkeypatch):
+    module = fake_pynvml(energy=False)
+    module.nvmlDeviceGetFieldValues = lambda uuid, ids: [types.SimpleNamespace(fieldId=186, nvmlReturn=3, valueType=1, value=None)]
+
+    def no_power(uuid):
+        raise module.NVMLError(3)
+    module.nvmlDeviceGetPowerUsage = no_power
+    monkeypatch.setitem(sys.modules, 'pynvml', module)
+    result = run_window(tel.Telemetry([UUID], interval_s=0.05, backend='pynvml'), 2)
+    assert result['energy_j'] is None and result['avg_power_w'] is None
+    assert any(note.startswith('no energy: no counter and no power samples on ' + UUID) for note in result['notes'])
