@@ -10,7 +10,8 @@ BIN      := $(VENV)/bin
 CACHE    := .cache
 COLLECTION_LINK := $(CACHE)/collections/ansible_collections/specdec/bench
 # chromium and its driver: the monitoring page's browser test (selenium drives the system browser, no download)
-HOST_PACKAGES := podman runc debootstrap shellcheck chromium chromium-driver
+# pdflatex and booktabs: report.tex (and the papers' tables) are compiled in the report's tests, not only checked as text
+HOST_PACKAGES := podman runc debootstrap shellcheck chromium chromium-driver texlive-latex-base texlive-latex-recommended
 SIM_INVENTORY := inventories/sim
 
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
