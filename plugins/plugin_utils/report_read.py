@@ -287,6 +287,7 @@ class _Reader:
     def __init__(self, results_root):
         self.results_root = results_root
         self.skipped = []
+        self._reasons = {}  # path as read: why it was skipped
 
     def read(self, path, kind):
         """The document at path when it is of its kind; None when absent or skipped (then listed in self.skipped)."""
@@ -331,15 +332,13 @@ class _Reader:
 
     def _skip(self, path, reason):
         self.skipped.append({'path': os.path.relpath(path, self.results_root).replace(os.sep, '/'), 'reason': reason})
+        self._reasons[path] = reason
         return None
 
     def reason(self, path):
         """Why the file at path was skipped, as a row gives it ('status.json skipped: ...'); None when it was not."""
-        relative = os.path.relpath(path, self.results_root).replace(os.sep, '/')
-        for item in self.skipped:
-            if item['path'] == relative:
-                return '%s skipped: %s' % (os.path.basename(path), item['reason'])
-        return None
+        reason = self._reasons.get(path)
+        return None if reason is None else '%s skipped: %s' % (os.path.basename(path), reason)
 
 
 # What each field of a result file name matches: a dataset is an id, a temperature as temperature_tag writes it.
@@ -482,7 +481,7 @@ def _read_runs(reader, stage_dir, layout, entry):
             name, raw = files[run][repeat]
             result_path = os.path.join(stage_dir, name)
             results[repeat] = reader.read(result_path, 'result')
-            if reader.reason(result_path) and run not in entry['skipped']['results']:
+            if results[repeat] is None and run not in entry['skipped']['results'] and reader.reason(result_path):
                 entry['skipped']['results'][run] = reader.reason(result_path)
             if run[0] in wanted and raw and results[repeat] is not None:
                 records = reader.read_records(os.path.join(stage_dir, raw))

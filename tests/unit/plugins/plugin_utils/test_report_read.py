@@ -48,3 +48,21 @@ def test_read_host_reads_the_common_results_layout_by_default(tmp_path):
     assert default == report_read.read_host(str(root), 'ct200', 'c', synth.LAYOUT)
     assert sorted(default['stages'][0]['results']) == [('random', 0.0, 1), ('random', 0.0, 4)] and default['skipped_files'] == []
     assert default['stages'][0]['status']['status'] == 'ok'
+
+
+def test_raw_records_are_read_only_for_a_categorized_set_and_a_bad_line_skips_the_file(tmp_path):
+    root = tmp_path / 'results'
+    synth.make_campaign(root, 'ct200', 'c', [(1, 'autoregressive', {})], concurrency=(1,), datasets=['gsm8k', 'spec-bench'],
+                        repeats=2)
+    read = report_read.read_host(str(root), 'ct200', 'c')
+    entry = read['stages'][0]
+    assert sorted(entry['results'][('spec-bench', 0.0, 1)]) == [1, 2]
+    assert sorted(entry['raw']) == [('spec-bench', 0.0, 1)]  # gsm8k names one category: its raw records are not read
+    assert [len(entry['raw'][('spec-bench', 0.0, 1)][r]) for r in (1, 2)] == [9, 9]  # the warm-up request and 8 prompts
+    name = synth.REPEAT_LAYOUT['raw'].format(dataset='spec-bench', temperature='0', concurrency=1, repeat=2)
+    path = root / 'ct200' / 'c' / 'tp1-autoregressive' / name
+    path.write_text(path.read_text() + '{"warmup": false, "success": true, "output_tokens": -3}\n')
+    read = report_read.read_host(str(root), 'ct200', 'c')
+    assert sorted(read['stages'][0]['raw'][('spec-bench', 0.0, 1)]) == [1]
+    assert read['skipped_files'] == [{'path': 'ct200/c/tp1-autoregressive/' + name,
+                                      'reason': 'line 10: output_tokens is -3; allowed: a count (an integer, 0 or more) or null'}]
