@@ -31,7 +31,7 @@ import math
 from ansible_collections.specdec.bench.plugins.module_utils._common import finite
 from ansible_collections.specdec.bench.plugins.plugin_utils.report_read import (
     DEFAULT_TEMPERATURE, MEASURED, RANDOM, RESULT_COUNTS, RESULT_FLAGS, RESULT_NUMBERS, RESULT_TEXTS, RESULT_WORKLOAD, planned_runs)
-from ansible_collections.specdec.bench.plugins.plugin_utils.report_stats import excludes, fieller, overlap, summary, welch
+from ansible_collections.specdec.bench.plugins.plugin_utils.report_stats import excludes, fieller, overlap, summaries, summary, welch
 
 BASELINE_METHOD = 'autoregressive'
 # Methods and parameters as a reader of the papers knows them; anything else is shown as it is named.
@@ -175,7 +175,8 @@ def _mean(values):
 
 def _fill(row, results):
     """The row's numbers from its repeats' results: texts and flags of the first (a flag when any has it), counts
-    summed, STAT_METRICS' statistics, the other numbers' means."""
+    summed, the other numbers' means. Returns [(row, metric, values over the repeats)] of STAT_METRICS, for
+    add_statistics."""
     first = results[0]
     for key in RESULT_NUMBERS + RESULT_WORKLOAD:
         if key in RESULT_TEXTS:
@@ -191,14 +192,20 @@ def _fill(row, results):
         else:
             row[key] = _mean([finite(result.get(key)) for result in results])
     row['repeats'] = len(results)
-    for metric in STAT_METRICS:
-        got = summary([value for value in (finite(result.get(metric)) for result in results) if value is not None])
+    return [(row, metric, [value for value in (finite(result.get(metric)) for result in results) if value is not None])
+            for metric in STAT_METRICS]
+
+
+def add_statistics(pending):
+    """Fill each (row, metric, values) of pending with the STAT_SUFFIXES columns of values (report_stats.summaries)."""
+    for (row, metric, _values), got in zip(pending, summaries([values for _row, _metric, values in pending])):
         row.update(('%s_%s' % (metric, suffix), got[suffix]) for suffix in STAT_SUFFIXES)
 
 
-def stage_rows(host, campaign, entry):
+def stage_rows(host, campaign, entry, pending=None):
     """One row per run (dataset, temperature, concurrency) of a stage: those its plan names and those with results,
-    each aggregated over its repeats (entry['results'][run] is {repeat: result})."""
+    each aggregated over its repeats (entry['results'][run] is {repeat: result}). pending: a list that takes the
+    rows' statistics still to compute (add_statistics, once for every stage); None computes them here."""
     stage, status = entry['stage'], entry['status']
     params = stage.get('params') or {}
     server_info = entry['server_info'] or {}
@@ -219,7 +226,7 @@ def stage_rows(host, campaign, entry):
         'sglang_build': (stage.get('sglang_build') or {}).get('name'),
     }
     runs = sorted(set(planned_runs(stage)) | set(entry['results']))
-    rows = []
+    rows, mine = [], []
     for run in runs:
         used = [result for _repeat, result in _used(entry['results'].get(run) or {})]
         result = used[0] if used else None
@@ -236,8 +243,12 @@ def stage_rows(host, campaign, entry):
             row['reason'] = (_missing_reason(run) if result is None else
                              'incomplete run: %s of %s prompts completed' % (result.get('completed'), result.get('num_prompts')))
         if used:
-            _fill(row, used)
+            mine.extend(_fill(row, used))
         rows.append(row)
+    if pending is None:
+        add_statistics(mine)
+    else:
+        pending.extend(mine)
     return rows
 
 
@@ -485,11 +496,12 @@ def _sort_key(row, method_order):
 def build_report(host_data, campaign, baseline_method=BASELINE_METHOD, noisy_cv=DEFAULT_NOISY_CV):
     """The report's data from read_host() of each host: rows (speedup filled, aggregated over repeats), each repeat's
     row, the per-category rows, environments, not-measured stages, best."""
-    rows, repeats = [], []
+    rows, repeats, pending = [], [], []
     for data in host_data:
         for entry in data['stages']:
-            rows.extend(stage_rows(data['host'], campaign, entry))
+            rows.extend(stage_rows(data['host'], campaign, entry, pending))
             repeats.extend(repeat_rows(data['host'], campaign, entry))
+    add_statistics(pending)
     samples = {}
     for item in repeats:
         if item['status'] == MEASURED and item['output_throughput'] is not None:

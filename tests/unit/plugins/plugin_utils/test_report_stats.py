@@ -99,3 +99,12 @@ def test_an_interval_excludes_or_contains_one_and_overlaps():
     assert report_stats.excludes(None, 1.2) is None
     assert report_stats.overlap((1.0, 2.0), (1.5, 3.0)) is True and report_stats.overlap((1.0, 2.0), (2.5, 3.0)) is False
     assert report_stats.overlap((None, 2.0), (1.0, 2.0)) is None
+
+
+def test_summaries_are_each_samples_summary():
+    samples = [[10, 12, 14], [5.0], [], [3.0, 3.0, 3.0], [1.0, 2.0], [-1.0, 1.0], [2.5, 2.0, 9.0]]
+    for got, values in zip(report_stats.summaries(samples), samples):
+        want = report_stats.summary(values)
+        assert got.keys() == want.keys()
+        for key, value in want.items():
+            assert got[key] == (value if value is None else pytest.approx(value, rel=1e-12)), (values, key)
