@@ -31,7 +31,7 @@ import math
 from ansible_collections.specdec.bench.plugins.module_utils._common import finite
 from ansible_collections.specdec.bench.plugins.plugin_utils.report_read import (
     DEFAULT_TEMPERATURE, MEASURED, RANDOM, RESULT_COUNTS, RESULT_FLAGS, RESULT_NUMBERS, RESULT_TEXTS, RESULT_WORKLOAD, planned_runs)
-from ansible_collections.specdec.bench.plugins.plugin_utils.report_stats import excludes, fieller, overlap, summaries, summary, welch
+from ansible_collections.specdec.bench.plugins.plugin_utils.report_stats import excludes, fieller, overlap, summaries, welch
 
 BASELINE_METHOD = 'autoregressive'
 # Methods and parameters as a reader of the papers knows them; anything else is shown as it is named.
@@ -196,10 +196,11 @@ def _fill(row, results):
             for metric in STAT_METRICS]
 
 
-def add_statistics(pending):
-    """Fill each (row, metric, values) of pending with the STAT_SUFFIXES columns of values (report_stats.summaries)."""
+def add_statistics(pending, suffixes=STAT_SUFFIXES):
+    """Fill each (row, metric, values) of pending with the columns '<metric>_<suffix>' of values' summary
+    (report_stats.summaries) for each of suffixes."""
     for (row, metric, _values), got in zip(pending, summaries([values for _row, _metric, values in pending])):
-        row.update(('%s_%s' % (metric, suffix), got[suffix]) for suffix in STAT_SUFFIXES)
+        row.update(('%s_%s' % (metric, suffix), got[suffix]) for suffix in suffixes)
 
 
 def stage_rows(host, campaign, entry, pending=None):
@@ -317,18 +318,17 @@ def category_rows(host_data, rows, campaign):
                         continue
                     for category, measures in category_measures(repeats[repeat]).items():
                         samples.setdefault((data['host'], entry['stage']['id']) + run, {}).setdefault(category, []).append(measures)
-    out = []
+    out, pending = [], []
     for key, categories in samples.items():
         row = by_row[key]
         for category in sorted(categories):
             measures = categories[category]
-            item = dict((name, row[name]) for name in _NAMES)
+            item = dict.fromkeys(CATEGORY_KEYS)
+            item.update((name, row[name]) for name in _NAMES)
             item.update(campaign=campaign, category=category, repeats=len(measures),
                         requests=sum(m['requests'] for m in measures), baseline_stage=None)
             for metric in ('accept_length', 'decode_throughput'):
-                got = summary([m[metric] for m in measures if m[metric] is not None])
-                item[metric] = got['mean']
-                item.update(('%s_%s' % (metric, suffix), got[suffix]) for suffix in STAT_SUFFIXES)
+                pending.append((item, metric, [m[metric] for m in measures if m[metric] is not None]))
             item.update(dict.fromkeys(SPEEDUP_KEYS))
             baseline = samples.get((row['host'], row['baseline_stage']) + key[2:], {}).get(category) if row['baseline_stage'] else None
             if baseline and row['baseline_stage'] != row['stage']:
@@ -336,6 +336,9 @@ def category_rows(host_data, rows, campaign):
                              [m['decode_throughput'] for m in baseline if m['decode_throughput'] is not None])
                 item['baseline_stage'] = row['baseline_stage'] if item['speedup'] is not None else None
             out.append(item)
+    add_statistics(pending, ('mean',) + STAT_SUFFIXES)
+    for item, metric, _values in pending:
+        item[metric] = item.pop(metric + '_mean')
     method_order = {}
     for row in rows:
         method_order.setdefault(row['method'], len(method_order))
