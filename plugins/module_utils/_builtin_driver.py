@@ -26,7 +26,13 @@ from ansible_collections.specdec.bench.plugins.module_utils._builtin_harness imp
     text_body,
 )
 from ansible_collections.specdec.bench.plugins.module_utils._harness import from_builtin, result_row
-from ansible_collections.specdec.bench.plugins.module_utils._harness_run import STOP_GRACE_S, write_row
+from ansible_collections.specdec.bench.plugins.module_utils._harness_run import (
+    STOP_GRACE_S,
+    EnergyMeter,
+    energy_none,
+    telemetry_path,
+    write_row,
+)
 from ansible_collections.specdec.bench.plugins.module_utils._sglang_http import CONNECTION_ERRORS, HTTPStatusError, post, request_json
 
 CHECKPOINT_SECONDS = 1.0
@@ -130,7 +136,9 @@ def run_builtin(module, params, limits, runs, workload, records=None):
     """Measure the missing repeats of one cell: one warm-up pass, then per repeat POST /flush_cache (when
     flush_cache) and the measured run. runs: [(repeat, result file, raw file)] in order; the warm-up's records go to
     the first repeat's raw log, before its own. Every second the raw log gets the finished requests and the result
-    file the counts. Every request is bound by the limits, each measured run by the run deadline. workload: the row's
+    file the counts. Every request is bound by the limits, each measured run by the run deadline. Each measured run
+has the stage's GPUs' telemetry (EnergyMeter: idle power after the flush, sampling from right before its first
+request to right after its last response, the series beside the result), never the warm-up. workload: the row's
     workload keys (_harness_run.workload); records: the prompts file's, when already read. A repeat that does not
     complete ends the cell when fail_on_incomplete (its later repeats are not run).
 
@@ -142,6 +150,7 @@ def run_builtin(module, params, limits, runs, workload, records=None):
     for position, (repeat, result_path, raw_path) in enumerate(runs):
         row_workload = dict(workload, repeat=repeat)
         raw = RawLog(raw_path)
+        meter = None
         try:
             write_row(result_path, progress_row(row_workload, [], raw_path))
             done = []
@@ -150,18 +159,24 @@ def run_builtin(module, params, limits, runs, workload, records=None):
                 if not any(record['success'] for record in done):
                     row = from_builtin(done, None, raw_file=raw_path, interrupted=True, **row_workload)
                     row['errors'] = sorted(set(record['error'] or 'unfinished' for record in done))[:5]
+                    row.update(energy_none('not measured: every warm-up request failed'))
                     write_row(result_path, row)
                     return rows + [row], 'every warm-up request failed: %s' % '; '.join(row['errors'])
             if params['flush_cache']:
                 flush_cache(module, base)
+            meter = EnergyMeter(params, telemetry_path(result_path))
+            meter.begin()
             run = LoadRun(base, bodies, arrival_times(params['seed'], len(bodies), params['request_rate']),
                           params['concurrency'], limits['request_timeout'], request_deadline=limits['request_deadline'],
                           run_deadline=limits['run_deadline']).start()
             done = drive(run, raw, done, limits['run_deadline'],
                          lambda snapshot, _result=result_path, _workload=row_workload, _raw=raw_path: write_row(
                              _result, progress_row(_workload, snapshot, _raw)))
+            meter.end()
         finally:
             raw.close()
+            if meter is not None:
+                meter.close()
         server_info = None
         try:
             server_info = request_json(base + '/server_info', timeout=30)
@@ -171,6 +186,7 @@ def run_builtin(module, params, limits, runs, workload, records=None):
                            interrupted=run.duration is None, **row_workload)
         if run.duration is None:  # given up: its threads outlived the run deadline
             row['errors'] = (row['errors'] + ['the run did not end %g s after its deadline' % STOP_GRACE_S])[:5]
+        row.update(meter.keys(row['total_output_tokens']))
         write_row(result_path, row)
         rows.append(row)
         if not row['complete'] and params.get('fail_on_incomplete', True):

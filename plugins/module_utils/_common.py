@@ -38,6 +38,8 @@ RESULTS_LAYOUT = {
     'status': 'status.json',
     'result': 'result-{dataset}-t{temperature}-c{concurrency}-r{repeat}.json',
     'raw': 'raw-{dataset}-t{temperature}-c{concurrency}-r{repeat}.jsonl',
+    # the stage's GPUs' telemetry during one measured repeat (CSV, _telemetry.SERIES_COLUMNS)
+    'telemetry': 'telemetry-{dataset}-t{temperature}-c{concurrency}-r{repeat}.csv',
     'server_info': 'server_info.json',
     'gpus': 'gpus.json',
     'unit': 'unit.service',

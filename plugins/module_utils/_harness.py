@@ -48,13 +48,17 @@ SAMPLING_KEYS = ('temperature', 'top_p', 'top_k', 'ignore_eos', 'max_new_tokens'
 REPEAT_KEYS = ('repeat', 'repeats', 'warmup_requests')
 ACCEPT_KEYS = ('accept_length', 'accept_length_source', 'accept_length_server_info', 'accept_length_disagreement',
                'accept_length_flag', 'accept_length_p10', 'accept_length_median', 'accept_length_p90')
+# The stage's GPUs during the measured run (_telemetry, through _harness_run.EnergyMeter); null when not measured,
+# energy_note then says why.
+ENERGY_KEYS = ('energy_j', 'avg_power_w', 'idle_power_w', 'output_tokens_per_j', 'j_per_output_token', 'energy_method',
+               'energy_backend', 'energy_samples', 'power_source', 'gpu_throttled', 'telemetry_file', 'energy_note')
 # Every key of a result row, in the order it is written.
 RESULT_KEYS = (
     'schema_version', 'harness', 'stage', 'concurrency', 'num_prompts', 'input_len', 'output_len', 'request_rate', 'seed',
 ) + REPEAT_KEYS + DATASET_KEYS + SAMPLING_KEYS + (
     'completed', 'failed', 'complete', 'requests', 'duration_s', 'total_input_tokens', 'total_output_tokens',
     'mean_output_len', 'output_throughput', 'request_throughput',
-) + STAT_KEYS + ACCEPT_KEYS + CLIENT_LAG_KEYS + ('errors', 'raw_file')
+) + STAT_KEYS + ACCEPT_KEYS + CLIENT_LAG_KEYS + ENERGY_KEYS + ('errors', 'raw_file')
 MAX_ERRORS = 5
 ACCEPT_DISAGREEMENT = 0.02  # relative gap between the requests' tau and /server_info's that flags a row
 
@@ -313,7 +317,8 @@ SUMMED_KEYS = ('completed', 'failed', 'requests', 'total_input_tokens', 'total_o
 ANY_KEYS = ('accept_length_flag',)
 # What a summary takes from the first repeat that has it: the run's keys, which every repeat of a cell shares.
 SHARED_KEYS = ('harness', 'stage', 'concurrency', 'num_prompts', 'input_len', 'output_len', 'request_rate', 'seed',
-               'repeats', 'warmup_requests', 'accept_length_source') + DATASET_KEYS + SAMPLING_KEYS
+               'repeats', 'warmup_requests', 'accept_length_source', 'energy_method', 'energy_backend', 'power_source',
+               'energy_note') + DATASET_KEYS + SAMPLING_KEYS
 
 
 def cell_summary(rows):
@@ -327,7 +332,7 @@ def cell_summary(rows):
     summary = result_row()
     for key in RESULT_KEYS:
         values = [row.get(key) for row in rows if row.get(key) is not None]
-        if key in ('schema_version', 'repeat', 'raw_file'):
+        if key in ('schema_version', 'repeat', 'raw_file', 'telemetry_file'):
             continue
         if key in SHARED_KEYS:
             summary[key] = values[0] if values else None
@@ -337,6 +342,8 @@ def cell_summary(rows):
             summary[key] = all(row.get('complete') is True for row in rows)
         elif key in ANY_KEYS:
             summary[key] = any(values) if values else None
+        elif key == 'gpu_throttled':
+            summary[key] = sorted(set(name for value in values for name in value)) if values else None
         elif key == 'errors':
             summary[key] = _first_errors(error for row in rows for error in row.get('errors') or ())
         else:

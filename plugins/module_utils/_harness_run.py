@@ -10,10 +10,19 @@ load generator) and _sglang_client (SGLang's own benchmark client); both take be
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 
 from ansible_collections.specdec.bench.plugins.module_utils._common import atomic_write, finite, results_file
+from ansible_collections.specdec.bench.plugins.module_utils._telemetry import (
+    SERIES_COLUMNS,
+    Telemetry,
+    energy_figures,
+    gpu_summary,
+    merge,
+    series_rows,
+)
 
 # The derived limits (see bench_run's options): slow enough for any healthy server, so only a broken one meets them.
 CONNECT_S = 60.0  # connecting and queueing, before any prefill
@@ -66,6 +75,138 @@ def run_files(output_dir, dataset, temperature, concurrency, repeat=1):
     fields = dict(dataset=dataset, temperature=temperature, concurrency=concurrency, repeat=repeat)
     raw = os.path.join(output_dir, results_file('raw', **fields))
     return os.path.join(output_dir, results_file('result', **fields)), raw, os.path.splitext(raw)[0] + '.log'
+
+
+def telemetry_path(result_path):
+    """The telemetry series file beside a run's result file (RESULTS_LAYOUT's 'telemetry', same fields)."""
+    name = os.path.basename(result_path)
+    if not (name.startswith('result-') and name.endswith('.json')):
+        raise ValueError('%s is not a result file name (result-....json)' % name)
+    return os.path.join(os.path.dirname(result_path), 'telemetry-' + name[len('result-'):-len('.json')] + '.csv')
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Energy of one measured repeat (issue 17): the stage's GPUs sampled from just before its first request to just
+# after its last response; never the warm-up. A telemetry failure never fails the run: the row's energy keys are
+# null and energy_note says why.
+
+TELEMETRY_CHOICES = ('auto', 'off', 'pynvml', 'ctypes', 'nvidia-smi')
+IDLE_S = 0.5  # the GPUs' idle power is measured this long, after the cache flush and before the run
+
+
+def energy_none(note):
+    """The row's energy keys of a repeat measured without energy, with the reason."""
+    return dict(energy_j=None, avg_power_w=None, idle_power_w=None, output_tokens_per_j=None, j_per_output_token=None,
+                energy_method=None, energy_backend=None, energy_samples=None, power_source=None, gpu_throttled=None,
+                telemetry_file=None, energy_note=note)
+
+
+def energy_keys(figures, output_tokens, series_file=None, notes=()):
+    """The row's energy keys from a Telemetry.stop() dict (or one of the same keys) and the run's output tokens."""
+    derived = energy_figures(figures['energy_j'], output_tokens, figures['duration_s'])
+    notes = [note for note in list(figures.get('notes') or ()) + list(notes) if note]
+    return dict(energy_j=figures['energy_j'], avg_power_w=derived['avg_power_w'], idle_power_w=figures.get('idle_power_w'),
+                output_tokens_per_j=derived['output_tokens_per_j'], j_per_output_token=derived['j_per_output_token'],
+                energy_method=figures['method'] if figures['energy_j'] is not None else None,
+                energy_backend=figures.get('backend'), energy_samples=figures.get('samples'),
+                power_source=figures.get('power_source'), gpu_throttled=list(figures.get('throttled') or ()),
+                telemetry_file=None if series_file is None else os.path.basename(series_file),
+                energy_note='; '.join(notes) or None)
+
+
+class EnergyMeter:
+    """The telemetry of one measured repeat, for bench_run's drivers; it never raises.
+
+        meter = EnergyMeter(params, series_path)  # params: bench_run's (telemetry, telemetry_interval, gpus)
+        try:
+            meter.begin()                         # idle power, then start(): right before the first request
+            ...                                   # the measured run
+            meter.end()                           # right after the last response: figures and the series file
+        finally:
+            meter.close()
+        row.update(meter.keys(total_output_tokens))
+
+    window(t0, t1), before end(), narrows the figures to [t0, t1] (wall clock) by the samples, for a client whose
+    run starts and ends inside the sampled span (SGLang's, with its start-up and warm-up).
+    """
+
+    def __init__(self, params, series_path):
+        self.series_path = series_path
+        self.telemetry = None
+        self.figures = None
+        self.note = None
+        self.span = None
+        backend = params.get('telemetry') or 'auto'
+        gpus = [gpu for gpu in params.get('gpus') or () if gpu]
+        if backend == 'off':
+            self.note = 'telemetry off'
+        elif not gpus:
+            self.note = 'no GPUs given (gpus): no telemetry'
+        else:
+            self._guard(lambda: setattr(self, 'telemetry', Telemetry(
+                gpus, interval_s=float(params.get('telemetry_interval') or 0.1), backend=backend)))
+
+    def _guard(self, action):
+        """Run action; on any error: the note, and the telemetry closed (the run goes on without energy)."""
+        try:
+            action()
+        except Exception as error:  # pylint: disable=broad-exception-caught  # telemetry must never fail a run
+            self.note = self.note or 'telemetry failed: %s: %s' % (type(error).__name__, error)
+            self.close()
+            self.telemetry = None
+
+    def begin(self):
+        if self.telemetry is not None:
+            self._guard(lambda: (self.telemetry.idle(IDLE_S), self.telemetry.start()))
+
+    def window(self, t0, t1):
+        self.span = (t0, t1)
+
+    def end(self):
+        if self.telemetry is not None:
+            self._guard(self._end)
+
+    def _end(self):
+        figures = self.telemetry.stop()
+        if self.span is None:
+            self.telemetry.write_series(self.series_path)
+        else:
+            figures = dict(figures, **window_figures(self.telemetry, *self.span))
+            write_series(self.series_path, series_rows(self.telemetry.samples, self.span[0], self.span[1]))
+        self.figures = figures
+
+    def close(self):
+        if self.telemetry is not None:
+            try:
+                self.telemetry.close()
+            except Exception:  # pylint: disable=broad-exception-caught  # closing must not hide the run's own outcome
+                pass
+
+    def keys(self, output_tokens):
+        """The row's energy keys (energy_none with the reason when nothing was measured)."""
+        if self.figures is None:
+            return energy_none(self.note or 'telemetry did not run')
+        return energy_keys(self.figures, output_tokens, self.series_path)
+
+
+def window_figures(telemetry, t0, t1):
+    """A stopped Telemetry's figures over [t0, t1] inside its span, by its samples (its counters bound only its own
+    span): method 'samples', with a note saying so."""
+    per_gpu = [gpu_summary(uuid, telemetry.samples, t0, t1) for uuid in telemetry.uuids]
+    figures = merge(per_gpu, t1 - t0)
+    figures['per_gpu'] = per_gpu
+    figures['notes'] = list(telemetry.result.get('notes') or ()) + [
+        'energy over the client\'s measured run (its start-up and warm-up excluded), by power samples']
+    return figures
+
+
+def write_series(path, rows):
+    """A telemetry series file of series_rows's rows (the columns of _telemetry.SERIES_COLUMNS)."""
+    with open(path, 'w', newline='', encoding='utf-8') as handle:
+        writer = csv.writer(handle)
+        writer.writerow(SERIES_COLUMNS)
+        writer.writerows(rows)
+    return len(rows)
 
 
 def workload(params, num_prompts=None, turns=None):

@@ -27,10 +27,11 @@ import signal
 import subprocess
 import tempfile
 import threading
+import time
 
 from ansible_collections.specdec.bench.plugins.module_utils._common import atomic_write, finite
-from ansible_collections.specdec.bench.plugins.module_utils._harness import from_sglang_client, result_row
-from ansible_collections.specdec.bench.plugins.module_utils._harness_run import STOP_GRACE_S, write_row
+from ansible_collections.specdec.bench.plugins.module_utils._harness import from_sglang_client, parse_client_output, result_row
+from ansible_collections.specdec.bench.plugins.module_utils._harness_run import STOP_GRACE_S, EnergyMeter, telemetry_path, write_row
 
 # SGLang's benchmark client moved from sglang.bench_serving to sglang.benchmark.serving; the newer is tried first.
 CLIENT_MODULES = ('sglang.benchmark.serving', 'sglang.bench_serving')
@@ -153,6 +154,18 @@ def run_sglang(module, params, limits, runs, workload, records=None):
     return rows, None, commands[0] if commands else None
 
 
+def client_window(meter, text, written, ended):
+    """Narrow the meter to the client's measured run: [written - duration, written], its output file's last write
+    (right after the run) and the run's duration from its line; left as it is (the whole client run) when the text
+    has no duration or the file was written after the client ended."""
+    try:
+        duration = finite(parse_client_output(text).get('duration'))
+    except ValueError:
+        return
+    if duration and duration > 0 and written <= ended:
+        meter.window(written - duration, written)
+
+
 def run_client(module, python, client, params, limits, result_path, raw_path, log_path, workload, records=None):
     """One run of SGLang's client (one repeat), stopped at its deadline, its line mapped and written.
     Returns (row, error or None, command)."""
@@ -167,14 +180,20 @@ def run_client(module, python, client, params, limits, result_path, raw_path, lo
     environ = dict((str(key), str(value)) for key, value in params['environment'].items())
     deadline = client_deadline(params, limits)
     stopper = ClientStopper(deadline)
+    meter = EnergyMeter(params, telemetry_path(result_path))
     try:
+        meter.begin()
         rc, out, err = module.run_command(command, environ_update=environ, before_communicate_callback=stopper)
+        ended = time.time()
         stopper.cancel()
         with open(partial, encoding='utf-8', errors='replace') as stream:
             text = stream.read()
+        client_window(meter, text, os.stat(partial).st_mtime, ended)
+        meter.end()
     finally:
         if os.path.exists(partial):
             os.unlink(partial)
+        meter.close()
     atomic_write(log_path, out + err, fsync=True)
     atomic_write(raw_path, text, fsync=True)
     error = None if rc == 0 else 'the SGLang client exited with %d: %s' % (rc, (err or out).strip()[-2000:])
@@ -186,5 +205,9 @@ def run_client(module, python, client, params, limits, result_path, raw_path, lo
         row = result_row(harness='sglang', completed=0, failed=workload['num_prompts'], complete=False, raw_file=raw_path,
                          errors=[error or str(exc)], **workload)
         error = error or 'no result from the SGLang client: %s' % exc
+    row.update(meter.keys(row.get('total_output_tokens')))
+    if meter.figures is not None and meter.span is None:
+        row['energy_note'] = '; '.join(note for note in (row['energy_note'], 'energy over the client\'s whole run (no '
+                                                         'measured window: start-up and warm-up included)') if note)
     write_row(result_path, row)
     return row, error, command

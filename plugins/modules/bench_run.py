@@ -61,6 +61,9 @@ description:
     null and C(/server_info)'s figure is in RV(result.accept_length_server_info).
   - Statistics mean the same for both harnesses (SGLang's client's definitions), see the C(_harness) module_utils.
   - A run where not every prompt completed is written with C(complete=false), and fails the task unless O(fail_on_incomplete=false).
+  - "Energy: each measured repeat records what the stage's GPUs (O(gpus)) drew, by NVML's energy counter or instant
+    power samples (O(telemetry)), in the result's energy keys (RV(result.energy_j), RV(result.output_tokens_per_j),
+    ...) and a telemetry series file beside it, C(telemetry-<dataset>-t<temperature>-c<concurrency>-r<repeat>.csv)."
   - Every run has limits, derived from the workload unless given (RV(limits) returns them); a request past one is
     recorded as failed with the reason, and what finished is kept. O(request_timeout) bounds each silent wait for
     bytes, O(request_deadline) one request from its start to its end (so a server that streams only keep-alive
@@ -187,6 +190,38 @@ options:
         Complete repeats already in O(output_dir) with the same requests are reused (see the description).
     type: int
     default: 1
+  gpus:
+    description:
+      - The stage's GPUs by UUID (C(GPU-...)), whose energy and telemetry each measured repeat records
+        (C(specdec.bench.bench_stage) passes the plan stage's C(gpus)).
+      - Empty, no telemetry; the result's energy keys are null and RV(result.energy_note) says why.
+    type: list
+    elements: str
+    default: []
+  telemetry:
+    description:
+      - How the GPUs of O(gpus) are measured during each measured repeat (never the warm-up) on the host. After the
+        cache flush, their idle power over 0.5 s; then sampling from right before the first request to right after
+        the last response, every O(telemetry_interval); the series goes to
+        C(telemetry-<dataset>-t<temperature>-c<concurrency>-r<repeat>.csv) beside the result.
+      - Energy is NVML's total-energy counter where every GPU has it (RV(result.energy_method) V(counter)), else
+        the instant power samples integrated over the run (V(samples)); never the 1-second average C(power.draw)
+        where the instant reading exists. See C(docs/telemetry.md).
+      - V(auto) takes the first backend that works of V(pynvml) (nvidia-ml-py, where importable), V(ctypes) (a
+        binding to the driver's C(libnvidia-ml.so.1)) and V(nvidia-smi) (C(--query-gpu ... -lms), a subprocess,
+        no counter). V(off) measures nothing.
+      - A telemetry failure never fails the run; the energy keys are then null and RV(result.energy_note) carries
+        the error.
+      - With O(harness=sglang) the sampling spans the client's whole process; the figures are narrowed to its
+        measured run (its duration, ending when it wrote its output file) by the samples, so its
+        RV(result.energy_method) is V(samples).
+    type: str
+    choices: [auto, 'off', pynvml, ctypes, nvidia-smi]
+    default: auto
+  telemetry_interval:
+    description: Seconds between telemetry samples, 0.05 to 1.
+    type: float
+    default: 0.1
   python:
     description: The interpreter that has SGLang installed (the server's own), for O(harness=sglang).
     type: path
@@ -533,6 +568,69 @@ result:
       type: str
       returned: always
       sample: /root/bench_results/ct200-main/tp1-dflash/raw-random-t0-c4-r1.jsonl
+    energy_j:
+      description:
+        - Joules the GPUs of O(gpus) drew together during the measured run (see O(telemetry)); null when not
+          measured (RV(result.energy_note) says why).
+      type: float
+      returned: always
+      sample: 9264.1
+    avg_power_w:
+      description: RV(result.energy_j) over the sampled run's seconds, all of O(gpus) together.
+      type: float
+      returned: always
+      sample: 612.4
+    idle_power_w:
+      description: Mean power of O(gpus) together over 0.5 s after the cache flush, just before the run.
+      type: float
+      returned: always
+      sample: 121.9
+    output_tokens_per_j:
+      description: RV(result.total_output_tokens) over RV(result.energy_j).
+      type: float
+      returned: always
+      sample: 1.77
+    j_per_output_token:
+      description: RV(result.energy_j) over RV(result.total_output_tokens).
+      type: float
+      returned: always
+      sample: 0.565
+    energy_method:
+      description: V(counter) (NVML's energy counter on every GPU) or V(samples) (instant power samples integrated).
+      type: str
+      returned: always
+      sample: counter
+    energy_backend:
+      description: V(pynvml), V(ctypes) or V(nvidia-smi).
+      type: str
+      returned: always
+      sample: pynvml
+    energy_samples:
+      description: Samples taken during the run, per GPU (the fewest of any GPU).
+      type: int
+      returned: always
+      sample: 124
+    power_source:
+      description: V(instant) (the instant power reading) or V(average) (a 1-second average, where a driver offers nothing else).
+      type: str
+      returned: always
+      sample: instant
+    gpu_throttled:
+      description: Clock event reasons other than C(gpu_idle) seen on any GPU during the run (C(sw_power_cap), C(hw_slowdown), ...); empty when none.
+      type: list
+      elements: str
+      returned: always
+      sample: []
+    telemetry_file:
+      description: The telemetry series file's name, in O(output_dir) (columns C(t_s), C(uuid), C(power_w), C(sm_util), C(mem_used_mib), C(sm_clock), C(mem_clock), C(temp_c), C(reasons)).
+      type: str
+      returned: always
+      sample: telemetry-random-t0-c4-r1.csv
+    energy_note:
+      description: Why there is no energy (telemetry off, no O(gpus), the backend's error), or what to know about it; null otherwise.
+      type: str
+      returned: always
+      sample: null
 limits:
   description: The limits the run had, in seconds, given or derived from the workload (see O(request_timeout), O(request_deadline), O(run_deadline)).
   returned: unless in check mode or the options are invalid
@@ -592,9 +690,11 @@ from ansible_collections.specdec.bench.plugins.module_utils._harness_run import 
     reusable_row,
     run_files,
     run_limits,
+    TELEMETRY_CHOICES,
     workload,
 )
 from ansible_collections.specdec.bench.plugins.module_utils._sglang_client import run_sglang
+from ansible_collections.specdec.bench.plugins.module_utils._telemetry import MAX_INTERVAL_S, MIN_INTERVAL_S
 
 MAX_REPEATS = 100
 
@@ -630,6 +730,9 @@ def main():
             tokenizer=dict(type='str', no_log=False),
             extra_args=dict(type='list', elements='str', default=[]),
             environment=dict(type='dict', default={}),
+            gpus=dict(type='list', elements='str', default=[]),
+            telemetry=dict(type='str', choices=list(TELEMETRY_CHOICES), default='auto'),
+            telemetry_interval=dict(type='float', default=0.1),
         ),
         supports_check_mode=True,
     )
@@ -650,6 +753,9 @@ def main():
         module.fail_json(msg='dataset.name must match %s, got %r' % (ID_PATTERN, params['dataset'].get('name')))
     if not 1 <= params['repeats'] <= MAX_REPEATS:
         module.fail_json(msg='repeats must be an integer from 1 to %d, got %d' % (MAX_REPEATS, params['repeats']))
+    if not MIN_INTERVAL_S <= params['telemetry_interval'] <= MAX_INTERVAL_S:
+        module.fail_json(msg='telemetry_interval must be %g to %g seconds, got %s' % (MIN_INTERVAL_S, MAX_INTERVAL_S,
+                                                                                    params['telemetry_interval']))
     if params['warmup_requests'] < 0:
         module.fail_json(msg='warmup_requests must be at least 0')
     for key in ('request_timeout', 'request_deadline', 'run_deadline'):
