@@ -12,7 +12,7 @@
   of (y^2 - t^2 vy) r^2 - 2 x y r + (x^2 - t^2 vx) = 0. t has the Welch-Satterthwaite degrees of freedom of
   x - r*y at the estimated ratio. The interval is bounded only when the denominator's mean is significantly
   non-zero (y^2 > t^2 vy); otherwise it is unbounded and reported as None.
-- welch: Welch's unequal-variance t-test of two samples (scipy.stats.ttest_ind(equal_var=False)).
+- welch: Welch's unequal-variance t-test of two samples (what scipy.stats.ttest_ind(equal_var=False) gives).
 
 Every function returns None (or None fields) where the statistic is undefined: fewer than 2 values, an unbounded
 interval, a zero mean for a CV. Numbers are plain Python floats (JSON-ready).
@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import special, stats
+from scipy import special
 
 CONFIDENCE = 0.95
 
@@ -117,17 +117,19 @@ def fieller(num_values, den_values, confidence=CONFIDENCE):
 
 
 def welch(a_values, b_values):
-    """{'t', 'df', 'p'} of Welch's t-test of two samples (scipy.stats.ttest_ind, equal_var=False); None when a side
-    has fewer than 2 values. t and p are None when both sides have zero variance (undefined)."""
+    """{'t', 'df', 'p'} of Welch's t-test of two samples: mean(a) - mean(b) over sqrt(va + vb) (v = s^2 / n), the
+    Welch-Satterthwaite degrees of freedom and the two-sided p from Student's t (scipy.special.stdtr); the same
+    numbers as scipy.stats.ttest_ind(a, b, equal_var=False), without its per-call cost (0.4 ms; compare calls it for
+    every cell). None when a side has fewer than 2 values; t and p are None when both sides have zero variance."""
     a, b = _floats(a_values), _floats(b_values)
     if a.size < 2 or b.size < 2:
         return None
     va, vb = float(a.var(ddof=1)) / a.size, float(b.var(ddof=1)) / b.size
     if va + vb == 0:
         return {'t': None, 'df': None, 'p': None}
-    result = stats.ttest_ind(a, b, equal_var=False)
+    t = (float(a.mean()) - float(b.mean())) / math.sqrt(va + vb)
     df = (va + vb) ** 2 / (va * va / (a.size - 1) + vb * vb / (b.size - 1))
-    return {'t': _number(result.statistic), 'df': df, 'p': _number(result.pvalue)}
+    return {'t': t, 'df': df, 'p': _number(2.0 * special.stdtr(df, -abs(t)))}
 
 
 def excludes(low, high, value=1.0):

@@ -87,6 +87,18 @@ def test_welch_is_scipys_and_the_hand_computed_statistic():
     from scipy import stats  # pylint: disable=import-outside-toplevel
     assert got['p'] == pytest.approx(2 * stats.t.sf(abs(got['t']), got['df']))
     assert 0.05 < got['p'] < 0.5
+    scipys = stats.ttest_ind(a, b, equal_var=False)
+    assert (got['t'], got['p']) == (pytest.approx(float(scipys.statistic), rel=1e-12), pytest.approx(float(scipys.pvalue), rel=1e-9))
+
+
+@pytest.mark.parametrize('seed', range(5))
+def test_welch_is_scipys_ttest_ind_on_random_samples(seed):
+    from scipy import stats  # pylint: disable=import-outside-toplevel
+    rng = np.random.default_rng(seed)
+    a, b = rng.normal(100.0, 5.0, 3 + seed), rng.normal(103.0, 9.0, 4)
+    got, scipys = report_stats.welch(a, b), stats.ttest_ind(a, b, equal_var=False)
+    assert got['t'] == pytest.approx(float(scipys.statistic), rel=1e-12)
+    assert got['p'] == pytest.approx(float(scipys.pvalue), rel=1e-9) and got['df'] == pytest.approx(float(scipys.df), rel=1e-12)
 
 
 def test_welch_is_undefined_with_one_value_a_side_or_no_variance():
