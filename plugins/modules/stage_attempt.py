@@ -57,7 +57,7 @@ EXAMPLES = r"""
 - name: Keep an earlier attempt, leaving its per-repeat results in place for reuse
   specdec.bench.stage_attempt:
     dir: /root/bench_results/qwen36-ct200/tp1-dflash-n16
-    keep: ['result-*-r*.json', 'raw-*-r*.*']
+    keep: ['result-*-r*.json', 'raw-*-r*.*', 'telemetry-*-r*.csv']
 
 - name: Say where they went
   ansible.builtin.debug:

@@ -4,9 +4,12 @@ converge.yml runs two stages that must end ok, each with two demo prompt sets an
 and two concurrencies; side_effect.yml one whose server fails at start, which must end failed with its evidence while
 the play goes on, and one measured with repeats 2 then rerun with repeats 3, which must measure repeat 3 only.
 """
+import csv
 import hashlib
+import io
 import itertools
 import json
+import re
 
 import pytest
 import testinfra
@@ -60,6 +63,7 @@ def test_good_stage_is_ok_with_its_headline(host, campaign, stage):
     assert status["started"] <= status["finished"]
     assert [(row["dataset"], row["temperature"], row["concurrency"]) for row in status["headline"]] == RUNS
     assert all(row["output_throughput"] > 0 for row in status["headline"])
+    assert all(row["output_tokens_per_j"] > 0 for row in status["headline"])
 
 
 @pytest.mark.parametrize(("campaign", "stage"), GOOD_STAGES)
@@ -100,6 +104,34 @@ def test_every_run_completed(host, campaign, stage, dataset, temperature, concur
     # random prompts run to output_len; a prompt set stops at EOS (the workload's stop_at_eos), bounded by its limit
     assert result["ignore_eos"] is (dataset == "random")
     assert result["max_new_tokens"] in (max_new_tokens, None) and 0 < result["mean_output_len"] <= max_new_tokens
+
+
+def stage_gpus(host, campaign, stage):
+    """The stage's GPUs by UUID, as its unit pins them (CUDA_VISIBLE_DEVICES of the kept unit file)."""
+    unit = host.file(f"{stage_dir(campaign, stage)}/unit.service").content_string
+    return re.search(r"CUDA_VISIBLE_DEVICES=([^\s\"]+)", unit).group(1).split(",")
+
+
+@pytest.mark.parametrize(("campaign", "stage"), GOOD_STAGES)
+@pytest.mark.parametrize(("dataset", "temperature", "concurrency"), RUNS)
+def test_every_run_has_its_energy_by_the_counter_and_its_telemetry(host, campaign, stage, dataset, temperature,
+                                                                     concurrency):
+    folder = stage_dir(campaign, stage)
+    result = read_json(host, f"{folder}/{result_file(dataset, temperature, concurrency)}")
+    # the simulated host's Python has the fake pynvml, whose GPUs have NVML's energy counter
+    assert (result["energy_method"], result["energy_backend"], result["power_source"]) == ("counter", "pynvml", "instant")
+    assert result["energy_note"] is None and result["gpu_throttled"] == []
+    assert result["energy_j"] > 0 and result["idle_power_w"] > 0 and result["energy_samples"] >= 1
+    assert abs(result["output_tokens_per_j"] * result["energy_j"] - result["total_output_tokens"]) < 1e-6 * result[
+        "total_output_tokens"]
+    assert result["telemetry_file"] == result_file(dataset, temperature, concurrency, kind="telemetry", suffix="csv")
+    series = list(csv.reader(io.StringIO(host.file(f"{folder}/{result['telemetry_file']}").content_string)))
+    assert series[0] == ["t_s", "uuid", "power_w", "sm_util", "mem_used_mib", "sm_clock", "mem_clock", "temp_c", "reasons"]
+    gpus = stage_gpus(host, campaign, stage)
+    assert len(gpus) == 1 and gpus[0].startswith("GPU-")
+    # rows for exactly the stage's GPUs (GPU1), none for the holder's or the idle ones
+    assert len(series) > 1 and {row[1] for row in series[1:]} == set(gpus)
+    assert all(float(row[2]) > 0 for row in series[1:])
 
 
 def test_dflash_accepts_more_than_one_token_per_step(host):
@@ -152,6 +184,18 @@ FLUSHED = "Cache flushed successfully!"
 
 def repeat_files(repeat):
     return [result_file("random", 0, 1, repeat), result_file("random", 0, 1, repeat, "raw", "jsonl")]
+
+
+def test_each_repeat_has_its_telemetry_and_a_reused_one_keeps_it(host):
+    folder = stage_dir(*REPEATS)
+    for repeat in (1, 2, 3):
+        row = read_json(host, f"{folder}/{result_file('random', 0, 1, repeat)}")
+        assert row["energy_method"] == "counter" and row["energy_j"] > 0
+        assert host.file(f"{folder}/{row['telemetry_file']}").size > 0
+    # the first run's telemetry stays in place beside its reused results, and its copy is in attempt-1/
+    for repeat in (1, 2):
+        name = result_file("random", 0, 1, repeat, "telemetry", "csv")
+        assert host.file(f"{folder}/attempt-1/{name}").sha256sum == host.file(f"{folder}/{name}").sha256sum
 
 
 def raw_records(host, path):

@@ -178,3 +178,14 @@ def test_telemetry_path_is_the_layouts():
     assert _harness_run.telemetry_path('/r/s/result-gsm8k-t0.7-c4-r2.json') == '/r/s/telemetry-gsm8k-t0.7-c4-r2.csv'
     assert os.path.basename(_harness_run.telemetry_path('/r/result-random-t0-c1-r1.json')) == \
         _harness_run.results_file('telemetry', dataset='random', temperature=0, concurrency=1, repeat=1)
+
+
+def test_bench_stage_passes_the_stage_gpus_and_its_telemetry_options():
+    from test_bench_stage_bench_run import bench_run_task, render  # pylint: disable=import-outside-toplevel
+    task = bench_run_task()
+    stage = {'gpus': [GPU1]}
+    assert render(task['gpus'], bench_stage_stage=stage) == str([GPU1])
+    assert render(task['gpus'], bench_stage_stage={}) == '[]'
+    assert render(task['telemetry'], bench_stage_stage=stage) == 'auto'
+    assert render(task['telemetry'], bench_stage_stage=stage, bench_stage_telemetry='off') == 'off'
+    assert render(task['telemetry_interval'], bench_stage_stage=stage) == '0.1'
