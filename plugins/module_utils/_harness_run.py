@@ -168,11 +168,17 @@ class EnergyMeter:
 
     def _end(self):
         figures = self.telemetry.stop()
+        if self.span is not None:
+            # inside the sampled span only: nothing is known of the GPUs outside it; none of it inside: the whole span
+            self.span = (max(self.span[0], self.telemetry.t_start), min(self.span[1], self.telemetry.t_stop))
+            if self.span[1] <= self.span[0]:
+                self.span = None
         if self.span is None:
             self.telemetry.write_series(self.series_path)
         else:
-            figures = dict(figures, **window_figures(self.telemetry, *self.span))
-            write_series(self.series_path, series_rows(self.telemetry.samples, self.span[0], self.span[1]))
+            t0, t1 = self.span
+            figures = dict(figures, **window_figures(self.telemetry, t0, t1))
+            write_series(self.series_path, series_rows(self.telemetry.samples, t0, t1))
         self.figures = figures
 
     def close(self):

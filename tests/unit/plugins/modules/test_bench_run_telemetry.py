@@ -189,3 +189,39 @@ def test_bench_stage_passes_the_stage_gpus_and_its_telemetry_options():
     assert render(task['telemetry'], bench_stage_stage=stage) == 'auto'
     assert render(task['telemetry'], bench_stage_stage=stage, bench_stage_telemetry='off') == 'off'
     assert render(task['telemetry_interval'], bench_stage_stage=stage) == '0.1'
+
+
+def test_sglang_harness_energy_over_the_clients_measured_run(run_module, powered, tmp_path, monkeypatch):
+    """SGLang's client (test_bench_run's fake, its captured line) runs while the GPU is sampled: the figures are
+    narrowed to its measured run, inside the sampled span, by the samples."""
+    from test_bench_run import FakeClient, sglang_args  # pylint: disable=import-outside-toplevel
+    from conftest import wait_until  # pylint: disable=import-outside-toplevel
+    from ansible.module_utils.basic import AnsibleModule  # pylint: disable=import-outside-toplevel
+    meters = []
+    begin = _harness_run.EnergyMeter.begin
+
+    def recording_begin(self):
+        begin(self)
+        meters.append(self)
+
+    monkeypatch.setattr(_harness_run.EnergyMeter, 'begin', recording_begin)
+    FakeClient(monkeypatch)
+    client = AnsibleModule.run_command
+
+    def sampled_client(module, command, **kwargs):
+        if command[1] != '-c':  # the client's run: the GPU has been sampled a few times meanwhile
+            telemetry = meters[-1].telemetry
+            wait_until(lambda: sum(1 for sample in list(telemetry.samples) if sample['t'] > telemetry.t_start) >= 3,
+                       'three telemetry samples after start()')
+        return client(module, command, **kwargs)
+
+    monkeypatch.setattr(AnsibleModule, 'run_command', sampled_client)
+    result = run_module(bench_run, sglang_args(tmp_path, gpus=[GPU1], telemetry_interval=0.05))
+    assert result['exit_code'] == 0, result
+    row = read_result(tmp_path)
+    assert (row['energy_method'], row['energy_backend']) == ('samples', 'pynvml')
+    assert row['energy_j'] > 0 and row['energy_samples'] >= 1
+    assert row['output_tokens_per_j'] == pytest.approx(row['total_output_tokens'] / row['energy_j'])
+    assert 'measured run' in row['energy_note']
+    rows = read_series(tmp_path)
+    assert tuple(rows[0]) == SERIES_COLUMNS and {r[1] for r in rows[1:]} == {GPU1}
