@@ -56,7 +56,7 @@ class ActionModule(ActionBase):
                 results_dir, args['campaign'], output_dir,
                 hosts=hosts, compare_to=args.get('compare_to') or None,
                 baseline_method=args.get('baseline_method') or BASELINE_METHOD, plots=plots, noisy_cv=noisy_cv)
-        except ReportError as exc:
+        except (ReportError, ImportError) as exc:  # ImportError: numpy or scipy missing on the controller, named
             raise AnsibleActionFail(str(exc)) from exc
         except OSError as exc:
             raise AnsibleActionFail('cannot write the report to %s: %s' % (output_dir, exc)) from exc

@@ -51,18 +51,21 @@ def _stats(metric):
 
 # Every column of results.csv, in order; results.json rows carry the same keys.
 ROW_KEYS = (
-    'host', 'campaign', 'stage', 'method', 'setting', 'tp', 'budget', 'topk', 'num_draft_tokens', 'dataset', 'temperature',
-    'concurrency', 'status', 'reason', 'repeats', 'output_throughput') + _stats('output_throughput') + SPEEDUP_KEYS + (
-    'noisy', 'baseline_stage', 'accept_length') + _stats('accept_length') + ('accept_length_source',
-    'accept_length_server_info', 'accept_length_disagreement', 'accept_length_flag', 'accept_length_p10',
-    'accept_length_median', 'accept_length_p90', 'request_throughput', 'completed', 'failed', 'requests', 'mean_output_len',
-    'duration_s',
-    'mean_ttft_ms', 'median_ttft_ms') + _stats('median_ttft_ms') + ('p99_ttft_ms', 'mean_itl_ms', 'median_itl_ms') + _stats(
-    'median_itl_ms') + ('p99_itl_ms',
-    'median_tpot_ms', 'p99_tpot_ms', 'median_e2e_latency_ms', 'p99_e2e_latency_ms',
-    'harness', 'dataset_kind', 'dataset_source', 'dataset_source_sha256', 'dataset_sha256', 'prompts_sha256',
-    'template_sha256', 'turns', 'top_p', 'top_k', 'ignore_eos', 'max_new_tokens',
-    'gpu_name', 'gpu_count', 'gpus', 'driver', 'cuda', 'model', 'draft', 'sglang_version', 'sglang_build',
+    ('host', 'campaign', 'stage', 'method', 'setting', 'tp', 'budget', 'topk', 'num_draft_tokens', 'dataset', 'temperature',
+     'concurrency', 'status', 'reason', 'repeats', 'output_throughput') +
+    _stats('output_throughput') + SPEEDUP_KEYS +
+    ('noisy', 'baseline_stage', 'accept_length') +
+    _stats('accept_length') +
+    ('accept_length_source', 'accept_length_server_info', 'accept_length_disagreement', 'accept_length_flag',
+     'accept_length_p10', 'accept_length_median', 'accept_length_p90', 'request_throughput', 'completed', 'failed',
+     'requests', 'mean_output_len', 'duration_s', 'mean_ttft_ms', 'median_ttft_ms') +
+    _stats('median_ttft_ms') +
+    ('p99_ttft_ms', 'mean_itl_ms', 'median_itl_ms') +
+    _stats('median_itl_ms') +
+    ('p99_itl_ms', 'median_tpot_ms', 'p99_tpot_ms', 'median_e2e_latency_ms', 'p99_e2e_latency_ms',
+     'harness', 'dataset_kind', 'dataset_source', 'dataset_source_sha256', 'dataset_sha256', 'prompts_sha256',
+     'template_sha256', 'turns', 'top_p', 'top_k', 'ignore_eos', 'max_new_tokens',
+     'gpu_name', 'gpu_count', 'gpus', 'driver', 'cuda', 'model', 'draft', 'sglang_version', 'sglang_build')
 )
 # A row's run: the keys that, with host and stage, name it.
 RUN_KEYS = ('dataset', 'temperature', 'concurrency')

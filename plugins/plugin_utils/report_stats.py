@@ -22,14 +22,26 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-from scipy import special
-
 CONFIDENCE = 0.95
+_LIBS = []
+
+
+def _libs():
+    """(numpy, scipy.special), imported when first used: the collection's plugins import without them (ansible-test's
+    import check), the report needs them (requirements.txt)."""
+    if not _LIBS:
+        try:
+            import numpy  # pylint: disable=import-outside-toplevel
+            from scipy import special  # pylint: disable=import-outside-toplevel
+        except ImportError as exc:
+            raise ImportError('the report\'s statistics need numpy and scipy on the controller (pip install -r '
+                              'requirements.txt): %s' % exc) from exc
+        _LIBS.extend((numpy, special))
+    return _LIBS
 
 
 def _floats(values):
-    return np.array(values, dtype=float)
+    return _libs()[0].array(values, dtype=float)
 
 
 def _number(value):
@@ -42,7 +54,7 @@ def t_quantile(df, confidence=CONFIDENCE):
     """The two-sided Student t critical value for confidence with df degrees of freedom (scipy.special.stdtrit, the
     inverse of Student's t CDF that scipy.stats.t.ppf wraps, without its per-call argument checks: a report calls it
     for every row)."""
-    return float(special.stdtrit(df, 0.5 + confidence / 2.0))
+    return float(_libs()[1].stdtrit(df, 0.5 + confidence / 2.0))
 
 
 def summary(values, confidence=CONFIDENCE):
@@ -74,7 +86,7 @@ def summaries(samples, confidence=CONFIDENCE):
             for index in indices:
                 out[index] = summary(samples[index], confidence)
             continue
-        data = np.array([samples[index] for index in indices], dtype=float)
+        data = _floats([samples[index] for index in indices])
         means = data.mean(axis=1)
         sds = data.std(axis=1, ddof=1)
         halves = t_quantile(size - 1, confidence) * sds / math.sqrt(size)
@@ -129,7 +141,7 @@ def welch(a_values, b_values):
         return {'t': None, 'df': None, 'p': None}
     t = (float(a.mean()) - float(b.mean())) / math.sqrt(va + vb)
     df = (va + vb) ** 2 / (va * va / (a.size - 1) + vb * vb / (b.size - 1))
-    return {'t': t, 'df': df, 'p': _number(2.0 * special.stdtr(df, -abs(t)))}
+    return {'t': t, 'df': df, 'p': _number(2.0 * _libs()[1].stdtr(df, -abs(t)))}
 
 
 def excludes(low, high, value=1.0):

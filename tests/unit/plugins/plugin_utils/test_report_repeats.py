@@ -259,7 +259,7 @@ def test_report_md_shows_mean_and_half_interval_and_the_markers_with_their_legen
 def test_the_comparison_markdown_names_both_tests_and_marks_each_delta(made):
     md = (made['out'] / 'compare-rep-before.md').read_text()
     assert "Welch's t-test" in md and 'Fieller intervals' in md
-    rows = [r for r in csv_rows(made['out'] / 'compare-rep-before.csv')]
+    rows = csv_rows(made['out'] / 'compare-rep-before.csv')
     for row in rows:
         p = number(row['output_throughput_p'])
         delta = '%+.1f%%' % number(row['output_throughput_delta_pct'])
