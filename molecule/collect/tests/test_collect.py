@@ -54,6 +54,19 @@ def test_every_host_file_is_on_the_controller_with_the_same_checksum(host_sums):
         assert sha256(COLLECTED / path) == digest, path
 
 
+@pytest.mark.parametrize("stage", STAGES)
+@pytest.mark.parametrize("concurrency", CONCURRENCY)
+def test_the_telemetry_survives_collect(host_sums, stage, concurrency):
+    name = f"{stage}/telemetry-random-t0-c{concurrency}-r1.csv"
+    assert name in host_sums
+    collected = COLLECTED / name
+    assert sha256(collected) == host_sums[name]
+    rows = list(csv.reader(collected.read_text().splitlines()))
+    assert rows[0][:3] == ["t_s", "uuid", "power_w"] and len(rows) > 1
+    result = json.loads((COLLECTED / stage / "result-random-t0-c{}-r1.json".format(concurrency)).read_text())
+    assert result["telemetry_file"] == os.path.basename(name) and result["energy_method"] == "counter"
+
+
 def test_nothing_duplicated_or_extra_on_the_controller(host_sums):
     assert controller_files() == sorted(host_sums)
 
