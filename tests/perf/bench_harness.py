@@ -3,6 +3,8 @@
     .venv/bin/python tests/perf/bench_harness.py [--runs 3] [--concurrency 1,2,4,16,64] [--paced-concurrency 4,16]
                                                  [--rates 10000,20000,30000,40000] [--output-len 256] [--realtime]
                                                  [--real-prompts campaigns/prompts/demo-spec-bench.jsonl,...]
+    .venv/bin/python tests/perf/bench_harness.py --telemetry [--telemetry-backends pynvml,nvidia-smi]
+                                                 [--telemetry-concurrency 1,16,64] [--runs 5]
 
 The SGLang emulator (tests/sim/sglang_emulator) serves native /generate streams on 127.0.0.1, pinned to CPU 0,
 autoregressive (one token per chunk), each chunk stamped with meta_info.sim_sent_at (its time.perf_counter()
@@ -16,6 +18,14 @@ error = a chunk's arrival stamp in the reader minus the emulator's send stamp (b
   real prompts zero delay, the harness on a prompts file's conversations (the demo Spec-Bench and MT-Bench
                prompts, ChatML-templated as workload_prepare would, every turn, stopping at EOS, as bench_run sends
                them) beside today's random token-id prompts, the two interleaved in each run against one emulator
+
+  telemetry    --telemetry, instead of the sweeps: the harness's figures with the GPU telemetry of bench_run
+               (_telemetry.Telemetry, sampling every 100 ms, as for each measured repeat) on and off, interleaved
+               against the same zero-delay emulator, whose load drives the simulated GPU's power; and the sampler's
+               own CPU per wall second with no load (this process's for the thread, nvidia-smi's as a child). The
+               simulated hosts' backends stand in for the driver's: the fake pynvml (tests/sim/pynvml, Python, so
+               dearer per call than NVML's C library) in a thread of this process, and the fake nvidia-smi
+               (tests/sim/nvidia_smi) as the subprocess.
 
 The ceiling printed last is the most chunks per second the harness ingested, over both sweeps, with a p99 timing
 error under 1 ms (the target: at least 20,000).
@@ -45,6 +55,8 @@ import urllib.request
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 EMULATOR = REPO / "tests" / "sim" / "sglang_emulator"
+SIM_SMI = REPO / "tests" / "sim" / "nvidia_smi"
+SIM_PYNVML = REPO / "tests" / "sim" / "pynvml"
 SERVER_CPU, CLIENT_CPU = 0, 1
 STAMP_KEY = "sim_sent_at"
 STAMP = re.compile(rb'"sim_sent_at": ([0-9.]+)}}')
@@ -105,7 +117,8 @@ class Emulator:
             sglang_build.write_option_lists(str(options))
         environ.update(PYTHONPATH=str(EMULATOR), SIM_GPU_LAYOUT=str(layout), SIM_GPU_STATE_DIR=str(tmp / "state"),
                        SIM_SGLANG_LOAD_SECONDS="0", SIM_SGLANG_CHECK_MEMORY="0", CUDA_VISIBLE_DEVICES="0",
-                       SIM_SGLANG_OPTIONS_DIR=str(options), **env)
+                       SIM_SGLANG_OPTIONS_DIR=str(options))
+        environ.update(env)
         self.log = open(tmp / f"emulator-{self.port}.log", "w")  # pylint: disable=consider-using-with
         self.proc = subprocess.Popen(  # pylint: disable=consider-using-with
             [sys.executable, "-m", "sglang.launch_server", "--model-path", "Qwen/Qwen3-8B", "--host", "127.0.0.1",
@@ -314,6 +327,105 @@ def paced_row(concurrency, rate, medians):
             f"{h['max']:.2f} | {f['p50']:.3f} | {f['p99']:.3f} | {h['p99'] / f['p99']:.2f}x |")
 
 
+def sim_gpu(tmp):
+    """This process reads the emulator's simulated GPU as a host's telemetry would: the fake pynvml importable, the
+    same layout and state dir; returns (GPU UUID, the fake nvidia-smi's path, the emulator's environment)."""
+    layout = REPO / "tests" / "sim" / "layouts" / "ct200.json"  # a whole host's layout, as the fake tools need
+    os.environ.update(SIM_GPU_LAYOUT=str(layout), SIM_GPU_STATE_DIR=str(tmp / "state"))
+    os.environ.pop("CUDA_VISIBLE_DEVICES", None)
+    sys.path.insert(0, str(SIM_PYNVML))
+    smi = tmp / "nvidia-smi"
+    smi.write_text(f"#!/bin/sh\nexec {sys.executable} {SIM_SMI / 'nvidia_smi.py'} \"$@\"\n")
+    smi.chmod(0o755)
+    env = {"SIM_SGLANG_TIME_SCALE": "0", "PYTHONPATH": os.pathsep.join([str(EMULATOR), str(SIM_SMI)]),
+           "SIM_GPU_LAYOUT": str(layout), "CUDA_VISIBLE_DEVICES": "1"}
+    return json.loads(layout.read_text())["gpus"][1]["uuid"], str(smi), env
+
+
+def with_telemetry(uuid, smi, backend, interval, action):
+    """action() with the stage's telemetry sampling around it (start() before, stop() after, as bench_run does);
+    returns (action's value, stop()'s figures)."""
+    from ansible_collections.specdec.bench.plugins.module_utils._telemetry import Telemetry  # pylint: disable=import-outside-toplevel
+    telemetry = Telemetry([uuid], interval_s=interval, nvidia_smi=smi, backend=backend)
+    try:
+        telemetry.start()
+        value = action()
+        figures = telemetry.stop()
+    finally:
+        telemetry.close()
+    return value, figures
+
+
+def measure_telemetry(tmp, env, concurrency, num_prompts, backends, uuid, smi, args):
+    """Medians over args.runs runs of the harness with telemetry off and with each backend, interleaved, against one
+    emulator; the energy each backend measured and its samples."""
+    emulator = Emulator(tmp, env)
+    try:
+        warm = bodies_for(concurrency, args.input_len, 16, 0)
+        run_harness(emulator.base_url, warm, concurrency)
+        results = {name: [] for name in ("off",) + tuple(backends)}
+        for run in range(args.runs):
+            bodies = bodies_for(num_prompts, args.input_len, args.output_len, run + 1)
+            results["off"].append(run_harness(emulator.base_url, bodies, concurrency))
+            for backend in backends:
+                value, figures = with_telemetry(uuid, smi, backend, args.telemetry_interval,
+                                                lambda bodies=bodies: run_harness(emulator.base_url, bodies, concurrency))
+                results[backend].append(dict(value, energy_j=figures["energy_j"] or 0.0, samples=figures["samples"],
+                                             method=figures["method"]))
+    finally:
+        emulator.stop()
+    return {name: {key: (statistics.median(r[key] for r in runs) if not isinstance(runs[0][key], str) else runs[0][key])
+                   for key in runs[0]} for name, runs in results.items()}
+
+
+def sampler_cpu(uuid, smi, backend, seconds, interval):
+    """The sampler's CPU per wall second with no load: this process's (the NVML thread; nvidia-smi's reader thread)
+    and its children's (nvidia-smi), as fractions of one core; and samples per second."""
+    import resource  # pylint: disable=import-outside-toplevel
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    own = time.process_time()
+    start = time.monotonic()
+    _value, figures = with_telemetry(uuid, smi, backend, interval, lambda: time.sleep(seconds))
+    wall = time.monotonic() - start
+    own = time.process_time() - own
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    child = (after.ru_utime - children.ru_utime) + (after.ru_stime - children.ru_stime)
+    return {"own": own / wall, "child": child / wall, "rate": figures["samples"] / figures["duration_s"]}
+
+
+def telemetry_main(args):
+    """--telemetry: the harness with telemetry on and off, and the sampler's own cost; prints two tables."""
+    backends = [name for name in args.telemetry_backends.split(",") if name]
+    with tempfile.TemporaryDirectory(prefix="specdec-perf-telemetry-") as tmp:
+        tmp = pathlib.Path(tmp)
+        uuid, smi, env = sim_gpu(tmp)
+        print(f"\nHarness with telemetry off and on (every {args.telemetry_interval * 1000:g} ms, start() before the "
+              f"first request, stop() after the last), zero delay, output {args.output_len} tokens, one per chunk; "
+              f"interleaved against one emulator, median of {args.runs} runs; CPU = this process's, all threads\n")
+        print("| concurrency | telemetry | chunks/s | vs off | CPU us/chunk | vs off | p99 ms | samples/run | energy J (method) |")
+        print("| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+        for concurrency in [int(c) for c in args.telemetry_concurrency.split(",")]:
+            medians = measure_telemetry(tmp, env, concurrency, max(4 * concurrency, 256), backends, uuid, smi, args)
+            off = medians["off"]
+            print(f"| {concurrency} | off | {off['rate']:,.0f} | | {off['cpu_us']:.1f} | | {off['p99']:.3f} | | |")
+            for backend in backends:
+                on = medians[backend]
+                print(f"| {concurrency} | {backend} | {on['rate']:,.0f} | {on['rate'] / off['rate']:.3f}x | "
+                      f"{on['cpu_us']:.1f} | {on['cpu_us'] / off['cpu_us']:.3f}x | {on['p99']:.3f} | "
+                      f"{on['samples']:.0f} | {on['energy_j']:.1f} ({on['method']}) |", flush=True)
+        print(f"\nThe sampler alone, no load, {args.telemetry_seconds:g} s, median of {args.runs} runs: CPU per wall "
+              f"second as % of one core\n")
+        print("| backend | this process | child (nvidia-smi) | total | samples/s per GPU |")
+        print("| --- | ---: | ---: | ---: | ---: |")
+        for backend in backends:
+            runs = [sampler_cpu(uuid, smi, backend, args.telemetry_seconds, args.telemetry_interval) for _run in range(args.runs)]
+            own, child = statistics.median(r["own"] for r in runs), statistics.median(r["child"] for r in runs)
+            total = statistics.median(r["own"] + r["child"] for r in runs)
+            print(f"| {backend} (simulated) | {own * 100:.2f} | {child * 100:.2f} | {total * 100:.2f} | "
+                  f"{statistics.median(r['rate'] for r in runs):.1f} |", flush=True)
+    return 0
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=3)
@@ -330,6 +442,12 @@ def main():
     parser.add_argument("--realtime", action="store_true",
                         help="run both sides SCHED_FIFO (priority 1; needs root): on a machine shared with other work, "
                              "their time slices on the two CPUs otherwise show as timing error of several ms")
+    parser.add_argument("--telemetry", action="store_true",
+                        help="instead of the sweeps: the harness with the GPU telemetry on and off, and the sampler's cost")
+    parser.add_argument("--telemetry-backends", default="pynvml,nvidia-smi")
+    parser.add_argument("--telemetry-concurrency", default="1,16,64")
+    parser.add_argument("--telemetry-interval", type=float, default=0.1)
+    parser.add_argument("--telemetry-seconds", type=float, default=3.0, help="each no-load run of the sampler alone")
     args = parser.parse_args()
     if len(os.sched_getaffinity(0)) < 2:
         raise SystemExit("needs 2 CPUs: the emulator on one, the harness on the other")
@@ -337,6 +455,8 @@ def main():
     os.sched_setaffinity(0, {CLIENT_CPU})
     if args.realtime:
         os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))  # the emulator inherits it
+    if args.telemetry:
+        return telemetry_main(args)
 
     with tempfile.TemporaryDirectory(prefix="specdec-perf-harness-") as tmp:
         tmp = pathlib.Path(tmp)
