@@ -622,7 +622,10 @@ result:
       returned: always
       sample: []
     telemetry_file:
-      description: The telemetry series file's name, in O(output_dir) (columns C(t_s), C(uuid), C(power_w), C(sm_util), C(mem_used_mib), C(sm_clock), C(mem_clock), C(temp_c), C(reasons)).
+      description:
+        - The telemetry series file's name, in O(output_dir).
+        - Its columns are C(t_s), C(uuid), C(power_w), C(sm_util), C(mem_used_mib), C(sm_clock), C(mem_clock),
+          C(temp_c) and C(reasons).
       type: str
       returned: always
       sample: telemetry-random-t0-c4-r1.csv
@@ -754,8 +757,8 @@ def main():
     if not 1 <= params['repeats'] <= MAX_REPEATS:
         module.fail_json(msg='repeats must be an integer from 1 to %d, got %d' % (MAX_REPEATS, params['repeats']))
     if not MIN_INTERVAL_S <= params['telemetry_interval'] <= MAX_INTERVAL_S:
-        module.fail_json(msg='telemetry_interval must be %g to %g seconds, got %s' % (MIN_INTERVAL_S, MAX_INTERVAL_S,
-                                                                                    params['telemetry_interval']))
+        module.fail_json(msg='telemetry_interval must be %g to %g seconds, got %s'
+                         % (MIN_INTERVAL_S, MAX_INTERVAL_S, params['telemetry_interval']))
     if params['warmup_requests'] < 0:
         module.fail_json(msg='warmup_requests must be at least 0')
     for key in ('request_timeout', 'request_deadline', 'run_deadline'):
