@@ -115,7 +115,7 @@ def stage_gpus(host, campaign, stage):
 @pytest.mark.parametrize(("campaign", "stage"), GOOD_STAGES)
 @pytest.mark.parametrize(("dataset", "temperature", "concurrency"), RUNS)
 def test_every_run_has_its_energy_by_the_counter_and_its_telemetry(host, campaign, stage, dataset, temperature,
-                                                                    concurrency):
+                                                                   concurrency):
     folder = stage_dir(campaign, stage)
     result = read_json(host, f"{folder}/{result_file(dataset, temperature, concurrency)}")
     # the simulated host's Python has the fake pynvml, whose GPUs have NVML's energy counter
