@@ -8,7 +8,7 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 module: bench_run
-short_description: Run one benchmark harness at one concurrency against an SGLang server, O(repeats) times, and keep normalized results
+short_description: Run one benchmark harness at one concurrency against an SGLang server, repeated, and keep normalized results
 version_added: 0.1.0
 description:
   - Runs a harness on the benchmark host against O(base_url), at one O(concurrency), O(repeats) times (one cell of a
