@@ -9,6 +9,8 @@ into PNG bytes; write_plots draws only the figures whose input or file changed s
 The papers' figures (paper_figures) follow report_tables.paper_rows: per host and TP, speedup and tau per dataset as
 grouped bars per method, and speedup against the DDTree budget with one line per dataset; whiskers are the 95%
 intervals over the repeats (none with one repeat).
+With energy measured (issue 17), each host and run also gets tokens per joule against concurrency, one line per
+setting (each method's best when there are more than MAX_THROUGHPUT_LINES), whiskers the 95% intervals.
 """
 
 from __future__ import annotations
@@ -35,11 +37,13 @@ def plot_series(rows, host, baseline_method=BASELINE_METHOD, run=None):
 
     run: (dataset, temperature) to plot only that run's rows (None: every row of the host).
     {'tps': [...], 'budget': {tp: {(topk, concurrency): [(budget, speedup, tau)]}}, 'reference': {tp: {(setting,
-    concurrency): (speedup, tau)}}, 'throughput': {tp: {setting: [(concurrency, tok/s)]}}}
+    concurrency): (speedup, tau)}}, 'throughput': {tp: {setting: [(concurrency, tok/s)]}}, 'energy': {tp: {setting:
+    [(concurrency, tokens per joule, ci low, ci high)]}} (the rows with energy only)}
     """
     measured = [r for r in rows if r['host'] == host and r['status'] == MEASURED and r['output_throughput'] is not None
                 and (run is None or (r['dataset'], r['temperature']) == tuple(run))]
-    series = {'tps': sorted(set(r['tp'] for r in measured if r['tp'] is not None)), 'budget': {}, 'reference': {}, 'throughput': {}}
+    series = {'tps': sorted(set(r['tp'] for r in measured if r['tp'] is not None)), 'budget': {}, 'reference': {}, 'throughput': {},
+              'energy': {}}
     for row in measured:
         tp = row['tp']
         if row[BUDGET_PARAM] is not None:
@@ -48,12 +52,16 @@ def plot_series(rows, host, baseline_method=BASELINE_METHOD, run=None):
         elif row['method'] != baseline_method:
             series['reference'].setdefault(tp, {})[(row['setting'], row['concurrency'])] = (row['speedup'], row['accept_length'])
         series['throughput'].setdefault(tp, {}).setdefault(row['setting'], []).append((row['concurrency'], row['output_throughput']))
+        if row.get('output_tokens_per_j') is not None:
+            series['energy'].setdefault(tp, {}).setdefault(row['setting'], []).append(
+                (row['concurrency'], row['output_tokens_per_j'], row.get('output_tokens_per_j_ci_low'),
+                 row.get('output_tokens_per_j_ci_high')))
     for per_tp in series['budget'].values():
         for points in per_tp.values():
             points.sort(key=lambda point: point[0])
-    for per_tp in series['throughput'].values():
+    for per_tp in list(series['throughput'].values()) + list(series['energy'].values()):
         for points in per_tp.values():
-            points.sort()
+            points.sort(key=lambda point: point[0])
     return series
 
 
@@ -67,12 +75,12 @@ PANEL_INCHES = (4.2, 3.6)
 def _throughput_lines(per_setting, methods):
     """The settings drawn: all when there are at most MAX_THROUGHPUT_LINES, else the best one of each method.
 
-    per_setting: {setting: [(concurrency, tok/s)]}; methods: {setting: method}. Best = highest mean throughput.
+    per_setting: {setting: [(concurrency, value, ...)]}; methods: {setting: method}. Best = the highest mean value.
     Returns [(setting, legend label)], the baseline first.
     """
     def mean(setting):
         points = per_setting[setting]
-        return sum(value for _c, value in points) / len(points)
+        return sum(point[1] for point in points) / len(points)
     ranked = sorted(per_setting, key=lambda setting: -mean(setting))
     if len(ranked) <= MAX_THROUGHPUT_LINES:
         return [(setting, setting) for setting in ranked]
@@ -238,6 +246,18 @@ def _run_figures(report, name, run, named, methods, baseline_label):
         figures.append(('throughput_vs_concurrency-%s.png' % safe, (name, run[0], run[1], 'throughput'), {
             'kind': 'throughput', 'panels': panels,
             'title': 'Output throughput vs concurrency per method (campaign %s%s)' % (report['campaign'], suffix)}))
+    energy_tps = [tp for tp in series['tps'] if series['energy'].get(tp)]
+    if energy_tps:
+        panels = []
+        for tp in energy_tps:
+            per_setting = series['energy'][tp]
+            panels.append({'tp': tp, 'title': '%s TP%s' % (name, tp),
+                           'x': sorted(set(p[0] for points in per_setting.values() for p in points)),
+                           'lines': [(legend, per_setting[setting], setting == baseline_label)
+                                     for setting, legend in _throughput_lines(per_setting, methods)]})
+        figures.append(('tokens_per_joule_vs_concurrency-%s.png' % safe, (name, run[0], run[1], 'energy'), {
+            'kind': 'energy', 'panels': panels,
+            'title': 'Output tokens per joule vs concurrency per method (campaign %s%s)' % (report['campaign'], suffix)}))
     return figures
 
 
@@ -339,6 +359,23 @@ def _draw_per_dataset(spec):
     return _png(figure)
 
 
+def _draw_energy(spec):
+    """Tokens per joule against concurrency, one panel per TP, one line per setting, whiskers the 95% intervals."""
+    figure, axes = _new_figure(len(spec['panels']))
+    for axis, panel in zip(axes, spec['panels']):
+        for legend, points, baseline in panel['lines']:
+            axis.errorbar([math.log2(point[0]) for point in points], [point[1] for point in points],
+                          yerr=_whiskers([point[1:] for point in points]), marker='o', capsize=2, label=legend,
+                          linestyle='--' if baseline else '-')
+        _log2_axis(axis, panel['x'], 'concurrency (requests in flight)')
+        axis.set_ylabel('output tokens per joule')
+        axis.set_title(panel['title'], fontsize=9, y=1.0)
+        axis.grid(True, alpha=0.3)
+    _figure_legend(figure, axes)
+    figure.suptitle(spec['title'], fontsize=10)
+    return _png(figure)
+
+
 def _draw_budget_per_dataset(spec):
     """Speedup against the budget, one line per run, whiskers the intervals."""
     figure, axes = _new_figure(1)
@@ -356,11 +393,11 @@ def _draw_budget_per_dataset(spec):
     return _png(figure)
 
 
-_PAPER_DRAW = {'per_dataset': _draw_per_dataset, 'budget_per_dataset': _draw_budget_per_dataset}
+_PAPER_DRAW = {'per_dataset': _draw_per_dataset, 'budget_per_dataset': _draw_budget_per_dataset, 'energy': _draw_energy}
 
 
 def write_plots(report, output_dir, write, keep=None, cache=None):
-    """Draw the plots; {(host, dataset, temperature, 'speedup'|'accept_length'|'throughput'): file name}, plus
+    """Draw the plots; {(host, dataset, temperature, 'speedup'|'accept_length'|'throughput'|'energy'): file name}, plus
     {report_tables.figure_key(host, tp, 'per_dataset'|'speedup_vs_budget_per_dataset'): file name}, and the new cache.
 
     write(name, data) stores a drawn file, keep(name) registers one left as it is. A figure whose input (and the drawing

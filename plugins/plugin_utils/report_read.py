@@ -49,6 +49,11 @@ RESULT_COUNTS = ('completed', 'failed', 'num_prompts', 'requests', 'max_new_toke
 RESULT_TEXTS = ('accept_length_source', 'harness', 'dataset', 'dataset_kind', 'dataset_source', 'dataset_source_sha256',
                 'dataset_sha256', 'prompts_sha256', 'template_sha256', 'turns')
 RESULT_FLAGS = ('ignore_eos', 'accept_length_flag')
+# What the report reads of a repeat's energy (issue 17, bench_run's telemetry); a result without them reads as null.
+# The numbers are finite and 0 or more, energy_samples a count, gpu_throttled a list of clock event reason names.
+RESULT_ENERGY_NUMBERS = ('energy_j', 'avg_power_w', 'idle_power_w', 'output_tokens_per_j', 'j_per_output_token')
+RESULT_ENERGY_TEXTS = ('energy_method', 'energy_backend', 'power_source', 'telemetry_file', 'energy_note')
+RESULT_ENERGY = RESULT_ENERGY_NUMBERS + RESULT_ENERGY_TEXTS + ('energy_samples', 'gpu_throttled')
 # The dataset and temperature of a run whose workload names none (today's random prompts, greedy).
 RANDOM = 'random'
 DEFAULT_TEMPERATURE = 0.0
@@ -226,6 +231,23 @@ def check_result(doc):
                 return _bad(key, value, 'a count (an integer, 0 or more) or null')
         elif not _is_finite(value):
             return _bad(key, value, 'a finite number or null')
+    return _check_energy(doc)
+
+
+def _check_energy(doc):
+    """A result's energy keys (RESULT_ENERGY), each null when the repeat was measured without energy."""
+    for key in RESULT_ENERGY_NUMBERS:
+        value = doc.get(key)
+        if value is not None and (not _is_finite(value) or isinstance(value, bool) or value < 0):
+            return _bad(key, value, 'a finite number, 0 or more, or null')
+    if doc.get('energy_samples') is not None and not _is_count(doc['energy_samples']):
+        return _bad('energy_samples', doc['energy_samples'], 'a count (an integer, 0 or more) or null')
+    reason = _first(_optional_str(doc, key) for key in RESULT_ENERGY_TEXTS)
+    if reason:
+        return reason
+    throttled = doc.get('gpu_throttled')
+    if throttled is not None and (not isinstance(throttled, list) or not all(isinstance(item, str) for item in throttled)):
+        return _bad('gpu_throttled', throttled, 'a list of clock event reason names (strings), or null')
     return None
 
 

@@ -254,6 +254,8 @@ def render_markdown(report, plots=None):
                 plot = plots.get((host['host'], dataset, temperature, name))
                 if plot:
                     lines += ['![%s](%s)' % (name.replace('_', ' '), plot), '']
+        lines += _markdown_energy(report, host['host'], [(key, group) for key, group in host_groups if key in measured],
+                                  named, plots)
         missing = [item for item in report['not_measured'] if item['host'] == host['host']]
         if missing:
             lines += ['### Not measured', '', '| stage | setting | TP | status | reason |', '| --- | --- | ---: | --- | --- |']
@@ -272,6 +274,94 @@ def render_markdown(report, plots=None):
                     row['concurrency'], md_escape(row['status']), md_escape(row['reason']))
                 for row in partial), '']
     return '\n'.join(lines).rstrip('\n') + '\n'
+
+
+# The energy tables (issue 17): tokens per joule per setting and concurrency, the energy ratio against the baseline.
+THROTTLED = 'the GPUs were throttled during a repeat (clock event reasons: %s): energy and throughput may be off'
+
+
+def has_energy(rows):
+    """True when a measured row has tokens per joule: the report then shows its energy tables and plot."""
+    return any(row['status'] == MEASURED and row.get('output_tokens_per_j') is not None for row in rows)
+
+
+def _energy_cells(group):
+    """The measured rows of a table group that have energy."""
+    return [row for row in group['cells'].values() if row['status'] == MEASURED and row.get('output_tokens_per_j') is not None]
+
+
+def _throttle_reasons(rows):
+    reasons = []
+    for row in rows:
+        for reason in (row.get('throttle_reasons') or '').split(', '):
+            if reason and reason not in reasons:
+                reasons.append(reason)
+    return ', '.join(reasons) or 'not named'
+
+
+def energy_method_line(rows):
+    """How the energy of these rows was measured, in words: NVML's counter or instant power samples, the backends,
+    per measured repeat; never the server's average."""
+    counts = {}
+    for row in rows:
+        for method in (row.get('energy_method') or 'unknown').split(', '):
+            for backend in (row.get('energy_backend') or 'unknown').split(', '):
+                counts[(method, backend)] = counts.get((method, backend), 0) + 1
+    words = {'counter': 'NVML\'s total-energy counter, read right before the first request and right after the last '
+                        'response',
+             'samples': 'the GPUs\' instant power samples integrated over the run'}
+    parts = ['%s (%s) for %d run(s)' % (words.get(method, 'method %s' % method), backend, count)
+             for (method, backend), count in sorted(counts.items())]
+    line = ('Energy per measured repeat (never the warm-up), the stage\'s GPUs together, by %s; never the server\'s '
+            'average power' % '; '.join(parts))
+    if any('average' in (row.get('power_source') or '') for row in rows):
+        line += ('. ⚠ Some runs had only the 1-second average power (power.draw, no instant reading on that driver), '
+                 'which lags load changes: their energy is approximate')
+    return line
+
+
+def _energy_cell(row):
+    ratio = '' if row.get('energy_ratio') is None else ' · %s' % _fmt_ci(row, 'energy_ratio', 2, '×')
+    power = '' if row.get('avg_power_w') is None else ' · %.0f W' % row['avg_power_w']
+    return '%s%s%s%s' % (_fmt_ci(row, 'output_tokens_per_j', 2), ratio, power, ' ‡' if row.get('gpu_throttled') else '')
+
+
+def _markdown_energy(report, host, groups, named, plots):
+    """The host's Energy section: per dataset, temperature and TP a table of settings against concurrency (tokens per
+    joule · energy per token over the baseline's · average power), its plot; [] when no row has energy."""
+    groups = [(key, group) for key, group in groups if _energy_cells(group)]
+    if not groups:
+        return []
+    rows = [row for _key, group in groups for row in _energy_cells(group)]
+    baseline = METHOD_NAMES.get(report['baseline_method'], report['baseline_method'])
+    lines = ['### Energy', '', energy_method_line(rows) + '.', '',
+             'Each cell: output tokens per joule%s · energy per output token over %s\'s at the same host, TP, dataset, '
+             'temperature and concurrency (below 1.00×: less energy per token; Fieller\'s 95%% interval in results.csv) · '
+             'the GPUs\' average power over the run. – : no energy measured.' % (
+                 ' (mean ± half its 95% interval over the repeats)' if any(_repeated(row) for row in rows) else '', baseline), '']
+    runs = []
+    for (_host, dataset, temperature, tp), group in groups:
+        title = '%s: TP%s' % (_workload_label(dataset, temperature), tp) if named else 'TP%s' % tp
+        lines += ['#### Energy, %s' % title, '', '| setting | ' + ' | '.join('c=%s' % c for c in group['concurrency']) + ' |',
+                  '| --- | ' + ' | '.join('---:' for _c in group['concurrency']) + ' |']
+        for stage, setting, _method in group['settings']:
+            cells = []
+            for c in group['concurrency']:
+                row = group['cells'].get((stage, c))
+                measured = row is not None and row['status'] == MEASURED and row.get('output_tokens_per_j') is not None
+                cells.append(_energy_cell(row) if measured else '–')
+            lines.append('| %s | %s |' % (md_escape(setting), ' | '.join(cells)))
+        lines.append('')
+        throttled = [row for row in _energy_cells(group) if row.get('gpu_throttled')]
+        if throttled:
+            lines += ['‡ ' + md_escape(THROTTLED % _throttle_reasons(throttled)), '']
+        if (dataset, temperature) not in runs:
+            runs.append((dataset, temperature))
+    for dataset, temperature in runs:
+        plot = plots.get((host, dataset, temperature, 'energy'))
+        if plot:
+            lines += ['![tokens per joule](%s)' % plot, '']
+    return lines
 
 
 def _workload_line(workload):
@@ -491,7 +581,54 @@ def render_latex(report):
             caption += r'; $^\ddagger$: the server\'s $\tau$ differs by more than 2\%'
         out += [r'\bottomrule', r'\end{tabular}', r'\caption{%s.}' % caption,
                 r'\label{tab:%s}' % re.sub('[^A-Za-z0-9-]', '-', label), r'\end{table}']
+    out += _latex_energy(report, groups)
     return '\n'.join(out) + '\n'
+
+
+def _latex_energy(report, groups):
+    """report.tex's energy tables: per host, dataset, temperature and TP with energy, tokens per joule and the energy
+    per token over the baseline's per concurrency."""
+    out = []
+    named = named_runs(report['rows'])
+    baseline = METHOD_NAMES.get(report['baseline_method'], report['baseline_method'])
+    for (host, dataset, temperature, tp), group in groups.items():
+        rows = _energy_cells(group)
+        if not rows:
+            continue
+        concurrency = group['concurrency']
+        steps = len(concurrency) + (1 if any(_repeated(row) for row in rows) else 0)
+        size, gap = (r'\small', 6) if steps <= 3 else (r'\footnotesize', 4) if steps == 4 else (r'\scriptsize', 2) if steps == 5 else (r'\tiny', 1)
+        out += ['', r'\begin{table}[ht]', r'\centering', size, r'\setlength{\tabcolsep}{%dpt}' % gap,
+                r'\begin{tabular}{l%s}' % ('rr' * len(concurrency)), r'\toprule']
+        out.append('Setting & ' + ' & '.join(r'\multicolumn{2}{c}{$c=%s$}' % c for c in concurrency) + r' \\')
+        out.append(' '.join(r'\cmidrule(lr){%d-%d}' % (2 + 2 * i, 3 + 2 * i) for i in range(len(concurrency))))
+        out.append(' & ' + ' & '.join(r'tok/J & E/tok' for _c in concurrency) + r' \\')
+        out.append(r'\midrule')
+        for stage, setting, _method in group['settings']:
+            cells = []
+            for c in concurrency:
+                row = group['cells'].get((stage, c))
+                if row is None or row['status'] != MEASURED or row.get('output_tokens_per_j') is None:
+                    cells += ['--', '--']
+                    continue
+                mark = r'$^\ddagger$' if row.get('gpu_throttled') else ''
+                cells += [_tex_ci(row, 'output_tokens_per_j', 2) + mark, _tex_ci(row, 'energy_ratio', 2)]
+            out.append('%s & %s \\\\' % (tex_escape(setting), ' & '.join(cells)))
+        where = (r'dataset %s at temperature %g, ' % (tex_escape(dataset), temperature)) if named else ''
+        caption = (r'%s, %sTP%s: output tokens per joule and energy per output token over %s at the same TP, dataset, '
+                   r'temperature and concurrency (E/tok; below 1: less energy per token); %s' % (
+                       tex_escape(host), where, tp, tex_escape(baseline), tex_escape(energy_method_line(rows)).replace('⚠ ', '')))
+        repeats = sorted(set(row['repeats'] for row in rows if _repeated(row)))
+        if repeats:
+            caption += r'; mean $\pm$ half the 95\%% interval over %s repeats' % '/'.join(str(n) for n in repeats)
+        throttled = [row for row in rows if row.get('gpu_throttled')]
+        if throttled:
+            caption += r'; $^\ddagger$: ' + tex_escape(THROTTLED % _throttle_reasons(throttled))
+        label = '%s-%s-%s-t%g-tp%s-energy' % (report['campaign'], host, dataset, temperature, tp) if named else \
+            '%s-%s-tp%s-energy' % (report['campaign'], host, tp)
+        out += [r'\bottomrule', r'\end{tabular}', r'\caption{%s.}' % caption,
+                r'\label{tab:%s}' % re.sub('[^A-Za-z0-9-]', '-', label), r'\end{table}']
+    return out
 
 
 def _signed(value, digits, suffix=''):

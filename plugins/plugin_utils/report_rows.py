@@ -22,6 +22,10 @@ Pure functions of what report_read.read_host returns. Definitions (as in the DFl
 - categories: per category of a dataset's prompts (the raw records of a categorized dataset), tau (sum of completion
   tokens / sum of verify steps) and decode throughput (sum of output tokens / sum of request latency) per repeat,
   then their statistics; the speedup is the decode throughput over the baseline's in the same category.
+- energy (issue 17): each repeat's energy keys as bench_run measured them (the stage's GPUs over the measured run);
+  a row's energy_j, powers and J per output token are means over its repeats, output_tokens_per_j has the statistics
+  of STAT_METRICS, and energy_ratio is the row's mean J per output token over its speedup baseline's, with Fieller's
+  interval over the two sides' per-repeat J per output token. gpu_throttled: any repeat saw a clock event reason.
 """
 
 from __future__ import annotations
@@ -30,7 +34,8 @@ import math
 
 from ansible_collections.specdec.bench.plugins.module_utils._common import finite
 from ansible_collections.specdec.bench.plugins.plugin_utils.report_read import (
-    DEFAULT_TEMPERATURE, MEASURED, RANDOM, RESULT_COUNTS, RESULT_FLAGS, RESULT_NUMBERS, RESULT_TEXTS, RESULT_WORKLOAD, planned_runs)
+    DEFAULT_TEMPERATURE, MEASURED, RANDOM, RESULT_COUNTS, RESULT_ENERGY_NUMBERS, RESULT_FLAGS, RESULT_NUMBERS, RESULT_TEXTS,
+    RESULT_WORKLOAD, planned_runs)
 from ansible_collections.specdec.bench.plugins.plugin_utils.report_stats import excludes, fieller, overlap, summaries, welch
 
 BASELINE_METHOD = 'autoregressive'
@@ -38,11 +43,13 @@ BASELINE_METHOD = 'autoregressive'
 METHOD_NAMES = {'autoregressive': 'AR', 'dflash': 'DFlash', 'ddtree': 'DDTree'}
 PARAM_NAMES = {'budget': 'B', 'topk': 'k', 'num_draft_tokens': 'n'}
 # The measures whose spread over the repeats a row gives (STAT_SUFFIXES after each), and the noisy threshold.
-STAT_METRICS = ('output_throughput', 'median_ttft_ms', 'median_itl_ms', 'accept_length')
+STAT_METRICS = ('output_throughput', 'median_ttft_ms', 'median_itl_ms', 'accept_length', 'output_tokens_per_j')
 STAT_SUFFIXES = ('sd', 'ci_low', 'ci_high', 'cv')
 DEFAULT_NOISY_CV = 0.05
 CI_METHOD = 'fieller'
 SPEEDUP_KEYS = ('speedup', 'speedup_ci_low', 'speedup_ci_high', 'speedup_ci_method', 'speedup_significant')
+# The energy ratio's columns: the row's mean J per output token over its AR baseline's, with Fieller's interval.
+ENERGY_RATIO_KEYS = ('energy_ratio', 'energy_ratio_ci_low', 'energy_ratio_ci_high')
 
 
 def _stats(metric):
@@ -63,6 +70,10 @@ ROW_KEYS = (
     ('p99_ttft_ms', 'mean_itl_ms', 'median_itl_ms') +
     _stats('median_itl_ms') +
     ('p99_itl_ms', 'median_tpot_ms', 'p99_tpot_ms', 'median_e2e_latency_ms', 'p99_e2e_latency_ms',
+     'energy_j', 'avg_power_w', 'idle_power_w', 'output_tokens_per_j') +
+    _stats('output_tokens_per_j') +
+    ('j_per_output_token',) + ENERGY_RATIO_KEYS +
+    ('energy_method', 'energy_backend', 'power_source', 'gpu_throttled', 'throttle_reasons',
      'harness', 'dataset_kind', 'dataset_source', 'dataset_source_sha256', 'dataset_sha256', 'prompts_sha256',
      'template_sha256', 'turns', 'top_p', 'top_k', 'ignore_eos', 'max_new_tokens',
      'gpu_name', 'gpu_count', 'gpus', 'driver', 'cuda', 'model', 'draft', 'sglang_version', 'sglang_build')
@@ -75,8 +86,10 @@ _NAMES = ('host', 'campaign', 'stage', 'method', 'setting', 'tp', 'dataset', 'te
 REPEAT_NUMBERS = (
     'output_throughput', 'accept_length', 'request_throughput', 'completed', 'failed', 'requests', 'mean_output_len',
     'duration_s', 'mean_ttft_ms', 'median_ttft_ms', 'p99_ttft_ms', 'mean_itl_ms', 'median_itl_ms', 'p99_itl_ms',
-    'median_tpot_ms', 'p99_tpot_ms', 'median_e2e_latency_ms', 'p99_e2e_latency_ms')
-REPEAT_KEYS = _NAMES + ('repeat', 'status') + REPEAT_NUMBERS
+    'median_tpot_ms', 'p99_tpot_ms', 'median_e2e_latency_ms', 'p99_e2e_latency_ms') + RESULT_ENERGY_NUMBERS + ('energy_samples',)
+# The energy texts of each repeat's row (gpu_throttled: its reason names joined, empty when none was seen).
+REPEAT_ENERGY_TEXTS = ('energy_method', 'energy_backend', 'power_source', 'gpu_throttled', 'telemetry_file', 'energy_note')
+REPEAT_KEYS = _NAMES + ('repeat', 'status') + REPEAT_NUMBERS + REPEAT_ENERGY_TEXTS
 # Every column of results-categories.csv: one row per category of a categorized dataset's run.
 CATEGORY_KEYS = _NAMES + ('category', 'repeats', 'requests', 'accept_length') + _stats('accept_length') + (
     'decode_throughput',) + _stats('decode_throughput') + SPEEDUP_KEYS + ('baseline_stage',)
@@ -194,9 +207,33 @@ def _fill(row, results):
             row[key] = int(first[key]) if first.get(key) is not None else None
         else:
             row[key] = _mean([finite(result.get(key)) for result in results])
+    _fill_energy(row, results)
     row['repeats'] = len(results)
     return [(row, metric, [value for value in (finite(result.get(metric)) for result in results) if value is not None])
             for metric in STAT_METRICS]
+
+
+def _distinct(values):
+    """The distinct non-empty values, in the order first met, joined by ', '; None when there is none."""
+    seen = []
+    for value in values:
+        if value and value not in seen:
+            seen.append(value)
+    return ', '.join(seen) or None
+
+
+def _fill_energy(row, results):
+    """The row's energy from its repeats' results (issue 17): the numbers' means (output_tokens_per_j's statistics
+    come with STAT_METRICS), how each was measured (the distinct methods, backends and power sources), gpu_throttled
+    true when any repeat saw a clock event reason (false when every repeat with telemetry saw none, null without any)
+    and throttle_reasons the reasons seen."""
+    for key in RESULT_ENERGY_NUMBERS:
+        row[key] = _mean([finite(result.get(key)) for result in results])
+    for key in ('energy_method', 'energy_backend', 'power_source'):
+        row[key] = _distinct(result.get(key) for result in results)
+    seen = [result['gpu_throttled'] for result in results if isinstance(result.get('gpu_throttled'), list)]
+    row['gpu_throttled'] = any(seen) if seen else None
+    row['throttle_reasons'] = _distinct(reason for reasons in seen for reason in reasons)
 
 
 def add_statistics(pending, suffixes=STAT_SUFFIXES):
@@ -271,7 +308,11 @@ def repeat_rows(host, campaign, entry):
             row.update(zip(RUN_KEYS, run))
             for key in REPEAT_NUMBERS:
                 value = result.get(key)
-                row[key] = (int(value) if value is not None else None) if key in RESULT_COUNTS else finite(value)
+                row[key] = (int(value) if value is not None else None) if key in RESULT_COUNTS + ('energy_samples',) else finite(value)
+            for key in REPEAT_ENERGY_TEXTS:
+                row[key] = result.get(key)
+            if isinstance(row['gpu_throttled'], list):
+                row['gpu_throttled'] = ', '.join(row['gpu_throttled'])
             rows.append(row)
     return rows
 
@@ -397,6 +438,30 @@ def add_speedup(rows, baseline_method=BASELINE_METHOD, samples=None):
     return rows
 
 
+def add_energy_ratio(rows, samples=None):
+    """Fill energy_ratio: the row's mean J per output token over that of its speedup's baseline row (baseline_stage:
+    the same host, TP, GPUs, dataset, temperature and concurrency); below 1 the method spends less energy per token.
+    Empty without the baseline or without energy on either side. samples: {(host, stage, dataset, temperature,
+    concurrency): [J per output token of each repeat]}, for Fieller's interval (none with fewer than 2 a side)."""
+    samples = samples or {}
+    by_stage = dict(((row['host'], row['stage']) + tuple(row[name] for name in RUN_KEYS), row) for row in rows)
+    for row in rows:
+        row.update(dict.fromkeys(ENERGY_RATIO_KEYS))
+        if not row.get('baseline_stage') or row.get('j_per_output_token') is None:
+            continue
+        key = (row['host'], row['stage']) + tuple(row[name] for name in RUN_KEYS)
+        base_key = (row['host'], row['baseline_stage']) + key[2:]
+        baseline = by_stage.get(base_key)
+        if baseline is None or not baseline.get('j_per_output_token'):
+            continue
+        row['energy_ratio'] = row['j_per_output_token'] / baseline['j_per_output_token']
+        values, base_values = samples.get(key) or [], samples.get(base_key) or []
+        interval = fieller(values, base_values) if len(values) > 1 and len(base_values) > 1 else None
+        if interval is not None and interval['low'] is not None:
+            row.update(energy_ratio_ci_low=interval['low'], energy_ratio_ci_high=interval['high'])
+    return rows
+
+
 def mark_noisy(rows, noisy_cv=DEFAULT_NOISY_CV):
     """noisy: true when the throughput's (or tau's) coefficient of variation over the repeats exceeds noisy_cv, false
     when neither does, null without a CV (one repeat)."""
@@ -508,11 +573,15 @@ def build_report(host_data, campaign, baseline_method=BASELINE_METHOD, noisy_cv=
             rows.extend(stage_rows(data['host'], campaign, entry, pending))
             repeats.extend(repeat_rows(data['host'], campaign, entry))
     add_statistics(pending)
-    samples = {}
+    samples, energy = {}, {}
     for item in repeats:
+        key = (item['host'], item['stage']) + tuple(item[name] for name in RUN_KEYS)
         if item['status'] == MEASURED and item['output_throughput'] is not None:
-            samples.setdefault((item['host'], item['stage']) + tuple(item[key] for key in RUN_KEYS), []).append(item['output_throughput'])
+            samples.setdefault(key, []).append(item['output_throughput'])
+        if item['status'] == MEASURED and item['j_per_output_token'] is not None:
+            energy.setdefault(key, []).append(item['j_per_output_token'])
     add_speedup(rows, baseline_method, samples)
+    add_energy_ratio(rows, energy)
     mark_noisy(rows, noisy_cv)
     method_order = {baseline_method: 0}
     for row in rows:

@@ -15,6 +15,9 @@ Pure functions of the report that report_rows.build_report makes (rows with the 
   the baseline measured, or every run random prompts at temperature 0: such a report reads as it always did).
 A speedup whose 95% interval contains 1.0 is marked not significant (†), a cell whose coefficient of variation exceeds
 the report's noisy_cv is marked noisy (*); each legend line is printed only under a table that has the marker.
+With energy measured (issue 17), each speculative method also has the column "E/tok vs AR": its energy per output
+token over the baseline's (report_rows' energy_ratio, mean ± half its Fieller interval), ‡ where its GPUs were
+throttled during a repeat.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ SWEEP_PARAMS = ('budget', 'topk', 'num_draft_tokens')
 SPEC_BENCH = 'spec-bench'
 DEFAULT_NOISY_CV = 0.05
 NOT_SIGNIFICANT = 'not significant (95% interval contains 1.0x)'
+THROTTLED = 'GPUs throttled during a repeat'
 
 
 def _escapes():
@@ -69,6 +73,9 @@ def _cell(row, swept):
         cell[metric] = row.get(metric)
         cell[metric + '_ci_low'], cell[metric + '_ci_high'] = row.get(metric + '_ci_low'), row.get(metric + '_ci_high')
     cell['speedup_significant'] = row.get('speedup_significant')
+    cell['energy_ratio'] = row.get('energy_ratio')
+    cell['energy_ratio_ci_low'], cell['energy_ratio_ci_high'] = row.get('energy_ratio_ci_low'), row.get('energy_ratio_ci_high')
+    cell['gpu_throttled'] = row.get('gpu_throttled')
     return cell
 
 
@@ -155,8 +162,11 @@ def paper_rows(report):
             overall[item['method']] = dict(((name, chosen[0][name] if same else None) for name in SWEEP_PARAMS),
                                            speedup=_weighted(paper, item['method'], 'speedup'),
                                            accept_length=_weighted(paper, item['method'], 'accept_length'),
+                                           energy_ratio=_weighted(paper, item['method'], 'energy_ratio'),
                                            choice=chosen[0]['choice'] if same else None)
-        out.append({'host': host, 'tp': tp, 'methods': methods, 'rows': paper,
+        energy = any(cell.get('energy_ratio') is not None for row in paper for method, cell in row['cells'].items()
+                     if method != baseline)
+        out.append({'host': host, 'tp': tp, 'methods': methods, 'rows': paper, 'energy': energy,
                     'overall': {'prompts': sum(row['prompts'] or 0 for row in paper), 'cells': overall}})
     return out
 
@@ -214,6 +224,8 @@ def _half_width(cell, metric):
 def _markers(cell, metric, baseline):
     """('†' when the speedup's interval contains 1.0, '*' when the row is noisy): which markers a cell carries."""
     marks = []
+    if metric == 'energy_ratio' and cell.get('gpu_throttled'):
+        marks.append('throttled')
     if metric == 'speedup' and not baseline and cell.get('speedup_significant') is False:
         marks.append('dagger')
     if metric == 'speedup' and cell.get('noisy'):
@@ -227,7 +239,7 @@ def _md_value(cell, metric, baseline=False, suffix=''):
     half = None if baseline else _half_width(cell, metric)
     text = '%.2f%s' % (cell[metric], suffix) if half is None else '%.2f ± %.2f%s' % (cell[metric], half, suffix)
     marks = _markers(cell, metric, baseline)
-    return text + ('†' if 'dagger' in marks else '') + ('\\*' if 'noisy' in marks else '')
+    return text + ('†' if 'dagger' in marks else '') + ('\\*' if 'noisy' in marks else '') + ('‡' if 'throttled' in marks else '')
 
 
 def _tex_value(cell, metric, baseline=False):
@@ -236,12 +248,13 @@ def _tex_value(cell, metric, baseline=False):
     half = None if baseline else _half_width(cell, metric)
     text = '%.2f' % cell[metric] if half is None else r'%.2f$\pm$%.2f' % (cell[metric], half)
     marks = _markers(cell, metric, baseline)
-    sup = (r'\dagger' if 'dagger' in marks else '') + ('*' if 'noisy' in marks else '')
+    sup = (r'\dagger' if 'dagger' in marks else '') + ('*' if 'noisy' in marks else '') + (r'\ddagger' if 'throttled' in marks else '')
     return text + (r'$^{%s}$' % sup if sup else '')
 
 
-def _columns(methods, baseline):
-    """[(method, what)] of a table: the baseline's speedup alone, then per method its setting (when swept), speedup, tau."""
+def _columns(methods, baseline, energy=False):
+    """[(method, what)] of a table: the baseline's speedup alone, then per method its setting (when swept), speedup, tau
+    and, with energy, its energy ratio."""
     columns = []
     for item in methods:
         if item['method'] == baseline:
@@ -250,6 +263,8 @@ def _columns(methods, baseline):
         if item['swept']:
             columns.append((item['method'], 'choice'))
         columns += [(item['method'], 'speedup'), (item['method'], 'accept_length')]
+        if energy:
+            columns.append((item['method'], 'energy_ratio'))
     return columns
 
 
@@ -289,6 +304,8 @@ def _legend(used, report, tex_escape=None):
         lines.append(r'$^\dagger$ ' + tex_escape(NOT_SIGNIFICANT) if tex_escape else '† ' + NOT_SIGNIFICANT)
     if 'noisy' in used:
         lines.append(r'$^*$ ' + tex_escape(noisy) if tex_escape else '\\* ' + noisy)
+    if 'throttled' in used:
+        lines.append(r'$^\ddagger$ ' + tex_escape(THROTTLED) if tex_escape else '‡ ' + THROTTLED)
     return lines
 
 
@@ -304,7 +321,7 @@ def _md_table(columns, methods, baseline, rows, md_escape):
         item = by_method[method]
         name = md_escape(_method_header(item))
         head.append({'choice': '%s %s' % (name, md_escape(_swept_header(item))), 'speedup': '%s speedup' % name,
-                     'accept_length': '%s τ' % name}[what])
+                     'accept_length': '%s τ' % name, 'energy_ratio': '%s E/tok vs %s' % (name, md_escape(_baseline_label(baseline)))}[what])
         rule.append('---:')
     lines = ['| %s |' % ' | '.join(head), '| %s |' % ' | '.join(rule)]
     used = set()
@@ -315,10 +332,14 @@ def _md_table(columns, methods, baseline, rows, md_escape):
             if what == 'choice':
                 values.append(md_escape(_choice_value(cell, by_method[method]) or '–'))
             else:
-                values.append(_md_value(cell, what, method == baseline, '×' if what == 'speedup' else ''))
+                values.append(_md_value(cell, what, method == baseline, '×' if what in ('speedup', 'energy_ratio') else ''))
                 used.update(_used_markers([(cell, what, method == baseline)]))
         lines.append('| %s |' % ' | '.join(values))
     return lines, used
+
+
+def _baseline_label(baseline):
+    return METHOD_NAMES.get(baseline, baseline)
 
 
 def _ci_note(report):
@@ -341,14 +362,19 @@ def markdown_sections(report, plots=None):
              'shows its best by mean speedup, named in its own column (B: the DDTree budget, n: the DFlash block). '
              'Overall: each method\'s values above averaged with the datasets\' prompt counts as weights.', '']
     for table in tables:
-        columns = _columns(table['methods'], baseline)
+        columns = _columns(table['methods'], baseline, table['energy'])
         concurrencies = sorted(set(row['concurrency'] for row in table['rows']))
-        lines += ['### %s TP%s: speedup and τ per dataset (c=%s)' % (
-            md_escape(table['host']), table['tp'], ', '.join(str(c) for c in concurrencies)), '']
+        lines += ['### %s TP%s: speedup%s and τ per dataset (c=%s)' % (
+            md_escape(table['host']), table['tp'], ', energy per token' if table['energy'] else '',
+            ', '.join(str(c) for c in concurrencies)), '']
         body = [('%s' % md_escape(_run_label(row['dataset'], row['temperature'])), row['cells']) for row in table['rows']]
         body.append(('**overall** (%s prompts)' % _count(table['overall']['prompts']), table['overall']['cells']))
         table_lines, used = _md_table(columns, table['methods'], baseline, body, md_escape)
         lines += table_lines + ['']
+        if table['energy']:
+            lines += ['E/tok vs %s: the method\'s energy per output token over %s\'s at the same concurrency (below 1.00×: '
+                      'less energy per token; mean ± half its Fieller 95%% interval; the host\'s Energy section says how it '
+                      'was measured).' % ((md_escape(_baseline_label(baseline)),) * 2), '']
         legend = _legend(used, report)
         if legend:
             lines += ['; '.join(legend), '']
@@ -389,15 +415,17 @@ def _visible(text):
 
 
 def _tex_size(table):
-    """(font size, column gap) for a tabular whose cells are table (a list of rows of cell texts)."""
+    """(font size, column gap, fits) for a tabular whose cells are table (a list of rows of cell texts); fits is False
+    when even the smallest size is estimated wider than the text width (that size is returned then)."""
     widths = [max(_visible(row[column]) for row in table) for column in range(len(table[0]))]
     for size, per_char, gap in _TEX_SIZES:
         if sum(width * per_char + 2 * gap for width in widths) <= _TEXT_WIDTH_PT:
-            return size, gap
-    return _TEX_SIZES[-1][0], _TEX_SIZES[-1][2]
+            return size, gap, True
+    return _TEX_SIZES[-1][0], _TEX_SIZES[-1][2], False
 
 
 def _tex_table(columns, methods, baseline, rows, tex_escape, caption, label):
+    """(the table's lines, the markers it uses, whether its estimated width fits the text width)."""
     by_method = {item['method']: item for item in methods}
     out = [r'\begin{tabular}{l%s}' % ('r' * len(columns)), r'\toprule']
     groups, spans, position = [], [], 2
@@ -411,7 +439,7 @@ def _tex_table(columns, methods, baseline, rows, tex_escape, caption, label):
     out.append('Dataset & ' + ' & '.join(groups) + r' \\')
     out.append(' '.join(spans))
     out.append(' & ' + ' & '.join({'choice': tex_escape(_swept_header(by_method[method])), 'speedup': r'$\times$',
-                                   'accept_length': r'$\tau$'}[what] for method, what in columns) + r' \\')
+                                   'accept_length': r'$\tau$', 'energy_ratio': 'E/tok'}[what] for method, what in columns) + r' \\')
     out.append(r'\midrule')
     used = set()
     for number, (first, cells) in enumerate(rows):
@@ -427,10 +455,10 @@ def _tex_table(columns, methods, baseline, rows, tex_escape, caption, label):
                 used.update(_used_markers([(cell, what, method == baseline)]))
         out.append('%s \\\\' % ' & '.join(values))
     cells = [line[:-3].split(' & ') for line in out if line.endswith(r' \\') and 'multicolumn' not in line]
-    size, gap = _tex_size(cells)
+    size, gap, fits = _tex_size(cells)
     out = ['', r'\begin{table}[ht]', r'\centering', size, r'\setlength{\tabcolsep}{%gpt}' % gap] + out
     out += [r'\bottomrule', r'\end{tabular}', r'\caption{%s.}' % caption, r'\label{tab:%s}' % label, r'\end{table}']
-    return out, used
+    return out, used, fits
 
 
 def _tex_label(*parts):
@@ -450,15 +478,27 @@ def latex_sections(report):
             r'at the same dataset, temperature and concurrency), the mean alone for one repeat' % base)
     out = []
     for table in tables:
-        columns = _columns(table['methods'], baseline)
+        columns = _columns(table['methods'], baseline, table['energy'])
         concurrencies = ', '.join(str(c) for c in sorted(set(row['concurrency'] for row in table['rows'])))
         body = [('%s, $T=%g$' % (tex_escape(row['dataset']), row['temperature']), row['cells']) for row in table['rows']]
         body.append((r'\textit{overall} (%s prompts)' % _count(table['overall']['prompts']), table['overall']['cells']))
         caption = (r'%s, TP%s, concurrency %s: speedup and acceptance length $\tau$ per dataset, %s; a swept method at its '
                    r'best setting by mean speedup; overall: weighted by the prompt counts of the datasets' % (
                        tex_escape(table['host']), table['tp'], concurrencies, note))
-        lines, used = _tex_table(columns, table['methods'], baseline, body, tex_escape, caption,
-                                 _tex_label(report['campaign'], table['host'], 'tp%s' % table['tp'], 'datasets'))
+        energy = (r'E/tok: energy per output token over that of %s at the same dataset, temperature and concurrency (below '
+                  r'1: less energy per token), mean $\pm$ half its Fieller 95\%% interval' % base)
+        label = _tex_label(report['campaign'], table['host'], 'tp%s' % table['tp'], 'datasets')
+        lines, used, fits = _tex_table(columns, table['methods'], baseline, body, tex_escape,
+                                       caption + ('; ' + energy if table['energy'] else ''), label)
+        if table['energy'] and not fits:  # too wide with the energy columns: the energy ratios get a table of their own
+            columns = [column for column in columns if column[1] != 'energy_ratio']
+            lines, used, _fits = _tex_table(columns, table['methods'], baseline, body, tex_escape, caption, label)
+            out += _with_legend(lines, used, report, tex_escape)
+            columns = [(method, what) for method, what in _columns(table['methods'], baseline, True)
+                       if what in ('choice', 'energy_ratio')]
+            lines, used, _fits = _tex_table(columns, table['methods'], baseline, body, tex_escape, (
+                r'%s, TP%s, concurrency %s: energy per dataset at the settings of table~\ref{tab:%s}; %s' % (
+                    tex_escape(table['host']), table['tp'], concurrencies, label, energy)), label + '-energy')
         out += _with_legend(lines, used, report, tex_escape)
     for table in category_rows(report):
         columns = [column for column in _columns(table['methods'], baseline) if column[1] != 'choice']
@@ -469,9 +509,9 @@ def latex_sections(report):
                    r'decode throughput, %s' % (
                        tex_escape(table['host']), table['tp'], tex_escape(table['dataset']), table['temperature'], table['concurrency'],
                        ', %s' % tex_escape(settings) if settings else '', note))
-        lines, used = _tex_table(columns, table['methods'], baseline, body, tex_escape, caption,
-                                 _tex_label(report['campaign'], table['host'], 'tp%s' % table['tp'], table['dataset'],
-                                            't%g' % table['temperature'], 'categories'))
+        lines, used, _fits = _tex_table(columns, table['methods'], baseline, body, tex_escape, caption,
+                                        _tex_label(report['campaign'], table['host'], 'tp%s' % table['tp'], table['dataset'],
+                                                   't%g' % table['temperature'], 'categories'))
         out += _with_legend(lines, used, report, tex_escape)
     return out
 

@@ -11,6 +11,9 @@ legacy=True writes a campaign as it was collected before datasets: result-c<N>.j
 repeats=N writes N measured repeats of every run (result-...-r<r>.json and raw-...-r<r>.jsonl, as issue 16 lays them
 out, each result with its repeat and repeats); without it a run is one result (repeat 1 of the layout). A dataset of
 DATASET_CATEGORIES gives each request a category (by its index) whose acceptance is CATEGORY_TAU times the set's.
+energy=True adds each result's energy keys as bench_run's telemetry writes them (issue 17; energy_result): the
+stage's GPUs draw power_model's watts over the run, measured by NVML's counter; throttled names the runs whose GPUs
+saw a clock event reason.
 """
 import hashlib
 import json
@@ -43,6 +46,24 @@ REPEAT_LAYOUT = dict(LAYOUT, result='result-{dataset}-t{temperature}-c{concurren
 DATASET_CATEGORIES = {'spec-bench': ('writing', 'math', 'coding')}
 CATEGORY_TAU = {'writing': 0.8, 'math': 1.2, 'coding': 1.1}
 GPU_NAME = 'NVIDIA RTX PRO 6000 Blackwell Server Edition'
+
+
+def power_model(method, params, tp, concurrency):
+    """(idle watts, busy watts) of a stage's GPUs together: the draft model's work and the batch draw more."""
+    _tau, cost = tau_and_cost(method, params)
+    return 70.0 * tp, tp * (180.0 + 25.0 * math.sqrt(concurrency)) * (1.0 + 0.5 * (cost - 1.0))
+
+
+def energy_result(rng, row, method, params, tp, concurrency, throttled=False, name=None):
+    """The energy keys of one repeat's result (bench_run's energy_keys): power_model's draw over the run's duration,
+    a 2% spread between repeats, by the counter (pynvml)."""
+    idle, busy = power_model(method, params, tp, concurrency)
+    energy = busy * rng.uniform(0.98, 1.02) * row['duration_s']
+    tokens = row['total_output_tokens']
+    return {'energy_j': energy, 'avg_power_w': energy / row['duration_s'], 'idle_power_w': idle * rng.uniform(0.99, 1.01),
+            'output_tokens_per_j': tokens / energy, 'j_per_output_token': energy / tokens, 'energy_method': 'counter',
+            'energy_backend': 'pynvml', 'energy_samples': max(2, int(row['duration_s'] / 0.1)), 'power_source': 'instant',
+            'gpu_throttled': ['sw_power_cap'] if throttled else [], 'telemetry_file': name, 'energy_note': None}
 
 
 def stage_id(tp, method, params):
@@ -146,7 +167,7 @@ def write_json(path, data):
 
 def make_campaign(root, host, campaign, matrix, concurrency=(1, 4), num_prompts=8, input_len=64, output_len=32, seed=0,
                   faults=None, gpus=None, write_raw=True, sglang_build=None, datasets=None, temperatures=None, legacy=False,
-                  server_bias=None, repeats=None):
+                  server_bias=None, repeats=None, energy=False, throttled=None):
     """Write <root>/<host>/<campaign>/ for matrix [(tp, method, params)]; returns the stage dicts (the plan).
 
     faults: {stage id: ('failed', reason) | ('infeasible', reason) | ('never',) | ('incomplete', concurrency)}.
@@ -155,6 +176,8 @@ def make_campaign(root, host, campaign, matrix, concurrency=(1, 4), num_prompts=
     server_bias: {stage id: factor} of the /server_info τ against the requests' (a disagreement to flag).
     legacy: the files a campaign collected before datasets holds (result-c<N>.json without the new keys).
     repeats: None for one result per run (LAYOUT's names at repeat 1, no repeat keys); N for N repeats (REPEAT_LAYOUT).
+    energy: each result gets its energy keys (energy_result); throttled: {stage id: [(concurrency, repeat)]} whose GPUs
+    were throttled (gpu_throttled ['sw_power_cap']).
     """
     faults = faults or {}
     server_bias = server_bias or {}
@@ -218,6 +241,9 @@ def make_campaign(root, host, campaign, matrix, concurrency=(1, 4), num_prompts=
                 row['accept_length_source'] = 'server_info' if tau else None
             if repeats:
                 row.update(repeat=repeat, repeats=repeats)
+            if energy:
+                telemetry = LAYOUT['telemetry'].format(**names) if 'telemetry' in LAYOUT else None
+                row.update(energy_result(rng, row, method, params, tp, c, (c, repeat) in (throttled or {}).get(sid, ()), telemetry))
             write_json(stage_dir / layout['result'].format(**names), row)
             if repeat == 1:
                 headline.append({'concurrency': c, 'output_throughput': row['output_throughput'], 'accept_length': row['accept_length']})
