@@ -18,6 +18,9 @@ old campaigns still report and compare.
 The raw per-request records of a run (the layout's raw file beside each result) are read only for a dataset whose
 prepared entry names two or more categories (Spec-Bench's): the report's per-category rows come from them. A raw
 file with a line that is not a request record is skipped like any other file.
+
+A result's energy keys (issue 17, RESULT_ENERGY: what bench_run's telemetry measured of the repeat) are checked like
+its other numbers; a result from before telemetry has none of them and reads as if they were null.
 """
 
 from __future__ import annotations
