@@ -36,7 +36,7 @@ from ansible_collections.specdec.bench.plugins.module_utils._common import finit
 from ansible_collections.specdec.bench.plugins.plugin_utils.report_read import (
     DEFAULT_TEMPERATURE, MEASURED, RANDOM, RESULT_COUNTS, RESULT_ENERGY_NUMBERS, RESULT_FLAGS, RESULT_NUMBERS, RESULT_TEXTS,
     RESULT_WORKLOAD, planned_runs)
-from ansible_collections.specdec.bench.plugins.plugin_utils.report_stats import excludes, fieller, overlap, summaries, welch
+from ansible_collections.specdec.bench.plugins.plugin_utils.report_stats import excludes, fieller, fiellers, overlap, summaries, welch
 
 BASELINE_METHOD = 'autoregressive'
 # Methods and parameters as a reader of the papers knows them; anything else is shown as it is named.
@@ -191,8 +191,8 @@ def _mean(values):
 
 def _fill(row, results):
     """The row's numbers from its repeats' results: texts and flags of the first (a flag when any has it), counts
-    summed, the other numbers' means. Returns [(row, metric, values over the repeats)] of STAT_METRICS, for
-    add_statistics."""
+    summed, the other numbers' means. Returns [(row, metric, values over the repeats)] of STAT_METRICS that have
+    values, for add_statistics."""
     first = results[0]
     for key in RESULT_NUMBERS + RESULT_WORKLOAD:
         if key in RESULT_TEXTS:
@@ -209,8 +209,9 @@ def _fill(row, results):
             row[key] = _mean([finite(result.get(key)) for result in results])
     _fill_energy(row, results)
     row['repeats'] = len(results)
-    return [(row, metric, [value for value in (finite(result.get(metric)) for result in results) if value is not None])
-            for metric in STAT_METRICS]
+    pending = [(row, metric, [value for value in (finite(result.get(metric)) for result in results) if value is not None])
+               for metric in STAT_METRICS]
+    return [item for item in pending if item[2]]  # a metric without values keeps its statistics null (the row's default)
 
 
 def _distinct(values):
@@ -420,6 +421,7 @@ def add_speedup(rows, baseline_method=BASELINE_METHOD, samples=None):
     for row in rows:
         if row['method'] == baseline_method and row['status'] == MEASURED and row['output_throughput']:
             baselines.setdefault(key(row), []).append(row)
+    jobs = []
     for row in rows:
         row.update(dict.fromkeys(SPEEDUP_KEYS))
         row['baseline_stage'] = None
@@ -431,10 +433,12 @@ def add_speedup(rows, baseline_method=BASELINE_METHOD, samples=None):
         if len(candidates) == 1:
             row['speedup'] = row['output_throughput'] / candidates[0]['output_throughput']
             row['baseline_stage'] = candidates[0]['stage']
-            interval = fieller(values(row), values(candidates[0])) if len(values(row)) > 1 else None
-            if interval is not None and interval['low'] is not None:
-                row.update(speedup_ci_low=interval['low'], speedup_ci_high=interval['high'], speedup_ci_method=CI_METHOD,
-                           speedup_significant=excludes(interval['low'], interval['high']))
+            if len(values(row)) > 1:
+                jobs.append((row, values(row), values(candidates[0])))
+    for (row, _values, _baseline), interval in zip(jobs, fiellers([job[1:] for job in jobs])):  # batched per sample size
+        if interval is not None and interval['low'] is not None:
+            row.update(speedup_ci_low=interval['low'], speedup_ci_high=interval['high'], speedup_ci_method=CI_METHOD,
+                       speedup_significant=excludes(interval['low'], interval['high']))
     return rows
 
 
@@ -445,6 +449,7 @@ def add_energy_ratio(rows, samples=None):
     concurrency): [J per output token of each repeat]}, for Fieller's interval (none with fewer than 2 a side)."""
     samples = samples or {}
     by_stage = dict(((row['host'], row['stage']) + tuple(row[name] for name in RUN_KEYS), row) for row in rows)
+    jobs = []
     for row in rows:
         row.update(dict.fromkeys(ENERGY_RATIO_KEYS))
         if not row.get('baseline_stage') or row.get('j_per_output_token') is None:
@@ -455,8 +460,8 @@ def add_energy_ratio(rows, samples=None):
         if baseline is None or not baseline.get('j_per_output_token'):
             continue
         row['energy_ratio'] = row['j_per_output_token'] / baseline['j_per_output_token']
-        values, base_values = samples.get(key) or [], samples.get(base_key) or []
-        interval = fieller(values, base_values) if len(values) > 1 and len(base_values) > 1 else None
+        jobs.append((row, samples.get(key) or [], samples.get(base_key) or []))
+    for (row, _values, _baseline), interval in zip(jobs, fiellers([job[1:] for job in jobs])):  # batched per sample size
         if interval is not None and interval['low'] is not None:
             row.update(energy_ratio_ci_low=interval['low'], energy_ratio_ci_high=interval['high'])
     return rows

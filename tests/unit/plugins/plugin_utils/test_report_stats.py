@@ -120,3 +120,28 @@ def test_summaries_are_each_samples_summary():
         assert got.keys() == want.keys()
         for key, value in want.items():
             assert got[key] == (value if value is None else pytest.approx(value, rel=1e-12)), (values, key)
+
+
+def test_fiellers_batched_equal_fieller_one_by_one():
+    """fiellers (the report's batched form, per pair of sample sizes) gives what fieller gives for each pair: bounded,
+    unbounded (a denominator near 0), zero variance, a zero mean, and too few values."""
+    rng = np.random.default_rng(5)
+    pairs = []
+    for _ in range(600):
+        n_num, n_den = rng.choice([1, 2, 3, 5]), rng.choice([1, 2, 3, 4])
+        spread = rng.choice([0.0, 0.01, 1.0, 50.0])
+        pairs.append((list(rng.normal(100.0, spread, n_num)), list(rng.normal(rng.choice([0.0, 1.0, 100.0]), spread, n_den))))
+    pairs += [([1.0, 1.0], [0.0, 0.0]), ([2.0, 2.0], [1.0, 1.0]), ([1.0], [1.0, 2.0])]
+    got = report_stats.fiellers(pairs)
+    kinds = set()
+    for (num, den), item in zip(pairs, got):
+        expected = report_stats.fieller(num, den)
+        if expected is None:
+            assert item is None
+            kinds.add('none')
+            continue
+        kinds.add('unbounded' if expected['low'] is None else 'bounded')
+        assert set(item) == set(expected)
+        for key, value in expected.items():
+            assert (item[key] is None) == (value is None) and (value is None or item[key] == pytest.approx(value, rel=1e-9, abs=1e-12)), key
+    assert kinds == {'none', 'unbounded', 'bounded'}
