@@ -16,6 +16,24 @@ sim_gpu_power.py), read at each call, so both tools agree:
     nvmlDeviceGetUtilizationRates, nvmlDeviceGetMemoryInfo, nvmlDeviceGetClockInfo, nvmlDeviceGetTemperature,
     nvmlDeviceGetCurrentClocksEventReasons (and the older nvmlDeviceGetCurrentClocksThrottleReasons)
 
+and for the collection's GPU probe (plugins/module_utils/_nvidia_smi.py: nvml_snapshot), each from the same
+--query-gpu value the fake nvidia-smi prints, so `gpu_facts` gives the same facts through either backend:
+
+    nvmlSystemGetCudaDriverVersion and _v2 (13000 for the layout's "cuda_version": "13.0"),
+    nvmlDeviceGetMemoryInfo (v1: used = total - free, driver-reserved memory included, as NVML's;
+        version=nvmlMemory_v2: total, reserved, free, used as nvidia-smi's memory.* fields, claims included),
+    nvmlDeviceGetPciInfo (busId b'00000000:18:00.0' as pci.bus_id, busIdLegacy, domain, bus, device, ...),
+    nvmlDeviceGetCudaComputeCapability, nvmlDeviceGetPowerManagementLimit (mW), nvmlDeviceGetPerformanceState,
+    nvmlDeviceGetComputeMode, nvmlDeviceGetPersistenceMode, nvmlDeviceGetMigMode and nvmlDeviceGetEccMode
+        ([current, pending]), nvmlDeviceGetCurr/MaxPcieLinkGeneration, nvmlDeviceGetCurr/MaxPcieLinkWidth,
+    nvmlDeviceGetSerial, nvmlDeviceGetVbiosVersion,
+    nvmlDeviceGetComputeRunningProcesses (and _v2, _v3): the claims the fake nvidia-smi's --query-compute-apps
+        lists, as objects with pid, usedGpuMemory (bytes), gpuInstanceId and computeInstanceId,
+    nvmlSystemGetProcessName (the process's argv[0], as the compute-apps process_name).
+
+A value the layout gives as a bracketed string ("[Not Supported]", "[N/A]") or null raises
+NVMLError_NotSupported, as NVML does for what a GPU lacks; nvidia-smi prints it as that bracketed value.
+
 Environment: SIM_GPU_LAYOUT (missing file: nvmlInit raises NVMLError_DriverNotLoaded), SIM_GPU_STATE_DIR,
 SIM_PROC_ROOT, as for the fake nvidia-smi.
 """
@@ -25,7 +43,7 @@ import string
 import sys
 import threading
 import time
-from ctypes import Structure, Union, c_double, c_int, c_int64, c_longlong, c_uint, c_uint32, \
+from ctypes import Structure, Union, c_char, c_double, c_int, c_int64, c_longlong, c_uint, c_uint32, \
     c_ulong, c_ulonglong, c_ushort
 from datetime import datetime
 
@@ -54,6 +72,7 @@ NVML_ERROR_LIBRARY_NOT_FOUND = 12
 NVML_ERROR_FUNCTION_NOT_FOUND = 13
 NVML_ERROR_CORRUPTED_INFOROM = 14
 NVML_ERROR_GPU_IS_LOST = 15
+NVML_ERROR_ARGUMENT_VERSION_MISMATCH = 25
 NVML_ERROR_UNKNOWN = 999
 
 NVML_TEMPERATURE_GPU = 0
@@ -69,6 +88,28 @@ NVML_VALUE_TYPE_UNSIGNED_LONG_LONG = 3
 NVML_VALUE_TYPE_SIGNED_LONG_LONG = 4
 NVML_VALUE_TYPE_SIGNED_INT = 5
 NVML_VALUE_TYPE_UNSIGNED_SHORT = 6
+
+NVML_FEATURE_DISABLED = 0
+NVML_FEATURE_ENABLED = 1
+
+NVML_COMPUTEMODE_DEFAULT = 0
+NVML_COMPUTEMODE_EXCLUSIVE_THREAD = 1
+NVML_COMPUTEMODE_PROHIBITED = 2
+NVML_COMPUTEMODE_EXCLUSIVE_PROCESS = 3
+
+NVML_PSTATE_0 = 0
+NVML_PSTATE_15 = 15
+NVML_PSTATE_UNKNOWN = 32
+
+NVML_DEVICE_MIG_DISABLE = 0x0
+NVML_DEVICE_MIG_ENABLE = 0x1
+
+NVML_DEVICE_PCI_BUS_ID_BUFFER_SIZE = 32
+NVML_DEVICE_PCI_BUS_ID_BUFFER_V2_SIZE = 16
+NVML_VALUE_NOT_AVAILABLE_uint = c_uint(-1)
+NVML_VALUE_NOT_AVAILABLE_ulonglong = c_ulonglong(-1)
+
+nvmlMemory_v2 = 0x02000028
 
 NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION = 83
 NVML_FI_DEV_POWER_AVERAGE = 185
@@ -107,6 +148,7 @@ class NVMLError(Exception):
         NVML_ERROR_FUNCTION_NOT_FOUND: "Function Not Found",
         NVML_ERROR_CORRUPTED_INFOROM: "Corrupted infoROM",
         NVML_ERROR_GPU_IS_LOST: "GPU is lost",
+        NVML_ERROR_ARGUMENT_VERSION_MISMATCH: "Argument version mismatch",
         NVML_ERROR_UNKNOWN: "Unknown Error",
     }
 
@@ -157,6 +199,46 @@ _extractNVMLErrorsAsClasses()
 
 class c_nvmlMemory_t(Structure):
     _fields_ = [("total", c_ulonglong), ("free", c_ulonglong), ("used", c_ulonglong)]
+
+
+class c_nvmlMemory_v2_t(Structure):
+    _fields_ = [("version", c_uint), ("total", c_ulonglong), ("reserved", c_ulonglong), ("free", c_ulonglong),
+                ("used", c_ulonglong)]
+
+
+class nvmlPciInfo_t(Structure):
+    _fields_ = [("busIdLegacy", c_char * NVML_DEVICE_PCI_BUS_ID_BUFFER_V2_SIZE), ("domain", c_uint), ("bus", c_uint),
+                ("device", c_uint), ("pciDeviceId", c_uint), ("pciSubSystemId", c_uint),
+                ("busId", c_char * NVML_DEVICE_PCI_BUS_ID_BUFFER_SIZE)]
+
+
+class c_nvmlProcessInfo_v2_t(Structure):
+    _fields_ = [("pid", c_uint), ("usedGpuMemory", c_ulonglong), ("gpuInstanceId", c_uint),
+                ("computeInstanceId", c_uint)]
+
+
+c_nvmlProcessInfo_v3_t = c_nvmlProcessInfo_v2_t
+c_nvmlProcessInfo_t = c_nvmlProcessInfo_v3_t
+
+
+class nvmlFriendlyObject(object):
+    """As nvidia-ml-py's: a structure's fields as plain attributes (what the process lists return)."""
+
+    def __init__(self, dictionary):
+        for x in dictionary:
+            setattr(self, x, dictionary[x])
+
+    def __str__(self):
+        return self.__dict__.__str__()
+
+
+def nvmlStructToFriendlyObject(struct):
+    d = {}
+    for x in struct._fields_:
+        key = x[0]
+        value = getattr(struct, key)
+        d[key] = value.decode() if isinstance(value, bytes) else value
+    return nvmlFriendlyObject(d)
 
 
 class c_nvmlUtilization_t(Structure):
@@ -218,6 +300,12 @@ def _gpu(handle):
 
 
 _VALUES_TTL_S = 0.05
+
+
+def _cache_key():
+    """What the cached figures depend on besides the time: another layout or state is another host."""
+    env = _environ()
+    return (_layout_path(), env.get("SIM_GPU_STATE_DIR"), env.get("SIM_PROC_ROOT"))
 _values_cache = {}
 
 
@@ -225,21 +313,41 @@ def _values(handle):
     """The GPU's values as the fake nvidia-smi computes them (claims and power included); one /proc scan serves
     the calls of the next 50 ms (a sampler reads utilization, memory, clocks and temperature in a row)."""
     gpu = _gpu(handle)
-    cached = _values_cache.get(gpu["index"])
+    key = _cache_key() + (gpu["index"],)
+    cached = _values_cache.get(key)
     if cached is not None and time.monotonic() - cached[0] < _VALUES_TTL_S:
         return cached[1]
     values = _compute_values(gpu)
-    _values_cache[gpu["index"]] = (time.monotonic(), values)
+    for stale in [k for k in _values_cache if k[:-1] != key[:-1]]:
+        del _values_cache[stale]  # another host's: at most one host's GPUs are kept
+    _values_cache[key] = (time.monotonic(), values)
     return values
+
+
+def _proc_root():
+    return _environ().get("SIM_PROC_ROOT") or _smi.DEFAULT_PROC_ROOT
+
+
+_claims_cache = []
+
+
+def _claims():
+    """The fake nvidia-smi's claims scan (its --query-compute-apps rows and memory.used); one scan serves 50 ms."""
+    key = _cache_key()
+    if _claims_cache and _claims_cache[0][1] == key and time.monotonic() - _claims_cache[0][0] < _VALUES_TTL_S:
+        return _claims_cache[0][2]
+    state = _environ().get("SIM_GPU_STATE_DIR") or _smi.DEFAULT_STATE_DIR
+    claims = _smi.scan_claims(_proc_root(), state, _smi.layout_gpus(_layout()))
+    _claims_cache[:] = [(time.monotonic(), key, claims)]
+    return claims
 
 
 def _compute_values(gpu):
     layout = _layout()
     env = _environ()
-    proc_root = env.get("SIM_PROC_ROOT") or _smi.DEFAULT_PROC_ROOT
+    proc_root = _proc_root()
     state = env.get("SIM_GPU_STATE_DIR") or _smi.DEFAULT_STATE_DIR
-    gpus = _smi.layout_gpus(layout)
-    claims = _smi.scan_claims(proc_root, state, gpus)
+    claims = _claims()
     powers = _smi.read_powers([gpu], state, _power.boot_epoch(proc_root, _layout_path()))
     return _smi.gpu_values(gpu, layout, claims, datetime.now(), powers.get(gpu["index"]))
 
@@ -265,6 +373,30 @@ def _number(value):
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return value
     raise NVMLError(NVML_ERROR_NOT_SUPPORTED)
+
+
+def _text(value):
+    """A string value; a bracketed one ("[N/A]", "[Not Supported]") or null is NOT_SUPPORTED."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return str(value)
+    if not isinstance(value, str) or not value or _smi.is_bracketed(value):
+        raise NVMLError(NVML_ERROR_NOT_SUPPORTED)
+    return value
+
+
+def _enable_state(value):
+    """"Enabled" / "Disabled" as NVML_FEATURE_ENABLED / NVML_FEATURE_DISABLED; anything else NOT_SUPPORTED."""
+    states = {"Enabled": NVML_FEATURE_ENABLED, "Disabled": NVML_FEATURE_DISABLED}
+    if value not in states:
+        raise NVMLError(NVML_ERROR_NOT_SUPPORTED)
+    return states[value]
+
+
+def _hex(value):
+    try:
+        return int(str(value), 16)
+    except ValueError:
+        return 0
 
 
 # ---- the API --------------------------------------------------------------------------------
@@ -374,12 +506,19 @@ def nvmlDeviceGetUtilizationRates(handle):
 
 
 def nvmlDeviceGetMemoryInfo(handle, version=None):
+    """Bytes. v1: used = total - free, so it includes driver-reserved memory (as NVML's v1 does); a version
+    (nvmlMemory_v2) gives c_nvmlMemory_v2_t, whose used and reserved are nvidia-smi's memory.used and .reserved."""
     v = _values(handle)
     mib = 1024 * 1024
     total = int(_number(v["memory.total"])) * mib
     used = int(_number(v["memory.used"])) * mib
     free = int(_number(v["memory.free"])) * mib
-    return c_nvmlMemory_t(total, free, used)
+    if not version:
+        return c_nvmlMemory_t(total, free, total - free)
+    if version != nvmlMemory_v2:
+        raise NVMLError(NVML_ERROR_ARGUMENT_VERSION_MISMATCH)
+    reserved = int(_number(v["memory.reserved"] or 0)) * mib
+    return c_nvmlMemory_v2_t(version, total, reserved, free, used)
 
 
 _CLOCK_FIELDS = {NVML_CLOCK_GRAPHICS: "clocks.current.graphics", NVML_CLOCK_SM: "clocks.current.sm",
@@ -409,3 +548,130 @@ def nvmlDeviceGetCurrentClocksEventReasons(handle):
 
 
 nvmlDeviceGetCurrentClocksThrottleReasons = nvmlDeviceGetCurrentClocksEventReasons
+
+
+# ---- what the GPU probe reads (nvml_snapshot) ------------------------------------------------
+
+def nvmlSystemGetCudaDriverVersion():
+    """The layout's cuda_version as NVML's integer: "13.0" -> 13000, "12.8" -> 12080."""
+    _check_init()
+    text = str(_layout().get("cuda_version") or "")
+    major, _dot, minor = text.partition(".")
+    if not major.isdigit() or not (minor or "0").isdigit():
+        raise NVMLError(NVML_ERROR_NOT_SUPPORTED)
+    return int(major) * 1000 + int(minor or 0) * 10
+
+
+nvmlSystemGetCudaDriverVersion_v2 = nvmlSystemGetCudaDriverVersion
+
+
+def nvmlSystemGetProcessName(pid):
+    """The process's argv[0] (what --query-compute-apps prints as process_name); NOT_FOUND for no live process."""
+    _check_init()
+    info = _smi.read_proc(_proc_root(), int(pid), None, 100)
+    if info is None:
+        raise NVMLError(NVML_ERROR_NOT_FOUND)
+    return info.name
+
+
+def nvmlDeviceGetPciInfo(handle):
+    """nvmlPciInfo_t: busId as nvidia-smi's pci.bus_id (bytes, as the real char array reads)."""
+    v = _values(handle)
+    bus_id = _text(v["pci.bus_id"])
+    domain, bus, device, function = _smi.split_bus_id(bus_id)
+    return nvmlPciInfo_t(busIdLegacy=("%04X:%02X:%02X.%X" % (domain, bus, device, function)).encode(),
+                         domain=domain, bus=bus, device=device, pciDeviceId=_hex(v["pci.device_id"]),
+                         pciSubSystemId=_hex(v["pci.sub_device_id"]), busId=bus_id.encode())
+
+
+nvmlDeviceGetPciInfo_v3 = nvmlDeviceGetPciInfo
+
+
+def nvmlDeviceGetCudaComputeCapability(handle):
+    """(major, minor) from compute_cap ("9.0")."""
+    major, _dot, minor = _text(_values(handle)["compute_cap"]).partition(".")
+    try:
+        return (int(major), int(minor or 0))
+    except ValueError:
+        raise NVMLError(NVML_ERROR_NOT_SUPPORTED)
+
+
+def nvmlDeviceGetPowerManagementLimit(handle):
+    """mW, from power.limit."""
+    return int(round(_number(_values(handle)["power.limit"]) * 1000))
+
+
+def nvmlDeviceGetPerformanceState(handle):
+    """0 for "P0" ... 15 for "P15"; NVML_PSTATE_UNKNOWN for another word."""
+    pstate = _text(_values(handle)["pstate"])
+    if pstate[:1] == "P" and pstate[1:].isdigit() and int(pstate[1:]) <= NVML_PSTATE_15:
+        return int(pstate[1:])
+    return NVML_PSTATE_UNKNOWN
+
+
+_COMPUTE_MODES = {"Default": NVML_COMPUTEMODE_DEFAULT, "Exclusive_Thread": NVML_COMPUTEMODE_EXCLUSIVE_THREAD,
+                  "Prohibited": NVML_COMPUTEMODE_PROHIBITED, "Exclusive_Process": NVML_COMPUTEMODE_EXCLUSIVE_PROCESS}
+
+
+def nvmlDeviceGetComputeMode(handle):
+    mode = _values(handle)["compute_mode"]
+    if mode not in _COMPUTE_MODES:
+        raise NVMLError(NVML_ERROR_NOT_SUPPORTED)
+    return _COMPUTE_MODES[mode]
+
+
+def nvmlDeviceGetPersistenceMode(handle):
+    return _enable_state(_values(handle)["persistence_mode"])
+
+
+def nvmlDeviceGetMigMode(device):
+    """[current, pending] (NVML_DEVICE_MIG_DISABLE / _ENABLE)."""
+    v = _values(device)
+    return [_enable_state(v["mig.mode.current"]), _enable_state(v["mig.mode.pending"])]
+
+
+def nvmlDeviceGetEccMode(handle):
+    """[current, pending] (NVML_FEATURE_DISABLED / _ENABLED)."""
+    v = _values(handle)
+    return [_enable_state(v["ecc.mode.current"]), _enable_state(v["ecc.mode.pending"])]
+
+
+def nvmlDeviceGetCurrPcieLinkGeneration(handle):
+    return int(_number(_values(handle)["pcie.link.gen.current"]))
+
+
+def nvmlDeviceGetMaxPcieLinkGeneration(handle):
+    return int(_number(_values(handle)["pcie.link.gen.max"]))
+
+
+def nvmlDeviceGetCurrPcieLinkWidth(handle):
+    return int(_number(_values(handle)["pcie.link.width.current"]))
+
+
+def nvmlDeviceGetMaxPcieLinkWidth(handle):
+    return int(_number(_values(handle)["pcie.link.width.max"]))
+
+
+def nvmlDeviceGetSerial(handle):
+    return _text(_values(handle)["serial"])
+
+
+def nvmlDeviceGetVbiosVersion(handle):
+    return _text(_values(handle)["vbios_version"])
+
+
+def nvmlDeviceGetComputeRunningProcesses_v3(handle):
+    """The claims on this GPU, by pid, as nvidia-ml-py's friendly objects: pid, usedGpuMemory (bytes),
+    gpuInstanceId and computeInstanceId (0xFFFFFFFF: not a MIG instance)."""
+    index = _gpu(handle)["index"]
+    procs = []
+    for claim in sorted(_claims(), key=lambda c: c.pid):
+        if index in claim.gpus:
+            info = c_nvmlProcessInfo_v3_t(claim.pid, claim.memory_mib * 1024 * 1024,
+                                          NVML_VALUE_NOT_AVAILABLE_uint.value, NVML_VALUE_NOT_AVAILABLE_uint.value)
+            procs.append(nvmlStructToFriendlyObject(info))
+    return procs
+
+
+nvmlDeviceGetComputeRunningProcesses_v2 = nvmlDeviceGetComputeRunningProcesses_v3
+nvmlDeviceGetComputeRunningProcesses = nvmlDeviceGetComputeRunningProcesses_v3

@@ -264,7 +264,11 @@ def test_pynvml_matches_nvidia_smi(host):
     assert instant_w(handle) == pytest.approx(instant, abs=0.01)
     assert nvml.nvmlDeviceGetPowerUsage(handle) / 1000 >= draw - 0.01   # the average still rising
     memory = nvml.nvmlDeviceGetMemoryInfo(handle)
-    assert memory.total == CT200["gpu_defaults"]["memory.total"] * 2 ** 20 and memory.used == 0
+    # v1, as NVML's: used = total - free, the driver-reserved memory included
+    assert memory.total == CT200["gpu_defaults"]["memory.total"] * 2 ** 20
+    assert memory.used == CT200["gpu_defaults"]["memory.reserved"] * 2 ** 20
+    memory = nvml.nvmlDeviceGetMemoryInfo(handle, version=nvml.nvmlMemory_v2)
+    assert (memory.used, memory.reserved) == (0, CT200["gpu_defaults"]["memory.reserved"] * 2 ** 20)
     assert nvml.nvmlDeviceGetUtilizationRates(handle).gpu == 0
     assert nvml.nvmlDeviceGetClockInfo(handle, nvml.NVML_CLOCK_SM) == CT200["gpu_defaults"]["clocks.current.sm"]
     assert nvml.nvmlDeviceGetClockInfo(handle, nvml.NVML_CLOCK_MEM) == CT200["gpu_defaults"]["clocks.current.memory"]
