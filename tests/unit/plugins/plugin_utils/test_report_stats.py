@@ -127,7 +127,7 @@ def test_fiellers_batched_equal_fieller_one_by_one():
     unbounded (a denominator near 0), zero variance, a zero mean, and too few values."""
     rng = np.random.default_rng(5)
     pairs = []
-    for _ in range(600):
+    for _number in range(600):
         n_num, n_den = rng.choice([1, 2, 3, 5]), rng.choice([1, 2, 3, 4])
         spread = rng.choice([0.0, 0.01, 1.0, 50.0])
         pairs.append((list(rng.normal(100.0, spread, n_num)), list(rng.normal(rng.choice([0.0, 1.0, 100.0]), spread, n_den))))
