@@ -17,6 +17,7 @@ Standard library only: the monitoring service on the training host imports this 
 
 from __future__ import annotations
 
+import array
 import codecs
 import collections
 import json
@@ -33,6 +34,8 @@ TIME_KEYS = ('time', 'timestamp', 'ts')
 LOSS_KEYS = ('loss', 'train_loss', 'train/loss', 'loss_total')
 MAX_METRICS = 16
 MAX_KEY_CHARS = 40
+# The most points a MetricIndex keeps (about 18 bytes each): a longer history stops growing, and says so.
+MAX_POINTS = 4000000
 
 _ANSI_RE = re.compile(r'\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]')
 _CONTROL_RE = re.compile(r'[\x00-\x08\x0b-\x1f\x7f]')
@@ -342,6 +345,78 @@ class TrainLog:
             'lines': lines[-tail:] if tail else [],
             'line_count': self.line_count,
         }
+
+
+class MetricIndex:
+    """Every numeric metric of a log against its step: points appended as the log is fed, in log order.
+
+    Point number n (a cursor: points(since=n) is what came after the first n) is a (metric, step, value). A metric
+    line without a step (a JSON line with metrics only) counts at the last step seen. The same lines as TrainLog
+    reads (tqdm bars, JSON lines), cleaned the same way; at most MAX_METRICS names and MAX_POINTS points.
+    """
+
+    def __init__(self, max_points=MAX_POINTS):
+        self.names = []
+        self._ids = {}
+        self._metric = array.array('H')
+        self._steps = array.array('d')
+        self._values = array.array('d')
+        self._pending = ''
+        self._decoder = codecs.getincrementaldecoder('utf-8')(errors='replace')
+        self.step = None
+        self.max_points = max_points
+        self.full = False
+
+    def __len__(self):
+        return len(self._steps)
+
+    def feed(self, data):
+        """Add the next chunk of the log (bytes or text)."""
+        if isinstance(data, bytes):
+            data = self._decoder.decode(data)
+        lines, self._pending = split_lines(self._pending + data)
+        for line in lines:
+            self._add(line)
+        if len(self._pending) > 4 * MAX_LINE_CHARS:
+            self._add(self._pending)
+            self._pending = ''
+
+    def _add(self, raw):
+        if '%|' not in raw and '{' not in raw:
+            return  # neither a bar nor a JSON line: the common plain line costs no parsing
+        line = clean_line(raw)
+        parsed = parse_tqdm(line) or parse_json(line)
+        if parsed is None:
+            return
+        if parsed['step'] is not None:
+            self.step = parsed['step']
+        if self.step is None:
+            return
+        for name, value in parsed['metrics'].items():
+            if len(self._steps) >= self.max_points:
+                self.full = True
+                return
+            index = self._ids.get(name)
+            if index is None:
+                if len(self.names) >= MAX_METRICS:
+                    continue
+                index = self._ids[name] = len(self.names)
+                self.names.append(name)
+            self._metric.append(index)
+            self._steps.append(self.step)
+            self._values.append(value)
+
+    def points(self, since=0, limit=None):
+        """{'from', 'next', 'series': {name: [[step, value], ...]}}: the points after the first `since`, at most
+        `limit` of them; `next` is the cursor to ask with next time."""
+        total = len(self._steps)
+        since = max(0, min(int(since), total))
+        end = total if limit is None else min(total, since + max(0, int(limit)))
+        series = {}
+        names, metric, steps, values = self.names, self._metric, self._steps, self._values
+        for position in range(since, end):
+            series.setdefault(names[metric[position]], []).append([steps[position], values[position]])
+        return {'from': since, 'next': end, 'series': series}
 
 
 def read_status(text, tail=40):

@@ -12,8 +12,8 @@ short_description: Install the collection's Python modules that the training mon
 version_added: 0.4.0
 description:
   - The training monitor (C(specdec_train_monitor.py) of P(specdec.bench.train_monitor#role)) imports the collection's
-    log parser C(_train_log.py) and the supervisor's state reader C(_supervisor.py) as plain modules from its own
-    folder. This module writes their source into O(dest), exactly as the collection holds them.
+    log parser C(_train_log.py), the supervisor's state reader C(_supervisor.py) and the GPU sampler
+    C(_telemetry.py) (with C(_nvml.py) and C(_nvidia_smi.py), which it imports) as plain modules from its own folder. This module writes their source into O(dest), exactly as the collection holds them.
   - The sources travel inside this module's own payload (Ansible ships the module_utils a module imports), so no role
     reads collection files by path and the result does not depend on where the collection is installed.
   - A file is written only when its content differs; C(changed) is true when a file was (or, in check mode, would be)
@@ -56,7 +56,7 @@ files:
   returned: always
   type: list
   elements: str
-  sample: [_supervisor.py, _train_log.py]
+  sample: [_nvidia_smi.py, _nvml.py, _supervisor.py, _telemetry.py, _train_log.py]
 written:
   description: The files whose content was written (in check mode, would be), sorted; empty when all were current.
   returned: always
@@ -69,11 +69,12 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.specdec.bench.plugins.module_utils import _supervisor, _train_log
+from ansible_collections.specdec.bench.plugins.module_utils import _nvidia_smi, _nvml, _supervisor, _telemetry, _train_log
 from ansible_collections.specdec.bench.plugins.module_utils._common import atomic_write
 
 # What specdec_train_monitor.py imports from its own folder.
-MONITOR_LIBRARIES = (_train_log, _supervisor)
+# _telemetry samples the run's GPUs, through _nvml or _nvidia_smi
+MONITOR_LIBRARIES = (_train_log, _supervisor, _telemetry, _nvml, _nvidia_smi)
 
 
 def library_sources(libraries=MONITOR_LIBRARIES):

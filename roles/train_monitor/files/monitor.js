@@ -1,11 +1,196 @@
 // The training monitor's page: live from /api/events (server-sent events), polling /api/status when they fail.
 // Log text and every value from the server reach the page through textContent only, never as markup.
+// Curves: every metric of the log against its step, as inline SVG built here, raw and smoothed (an exponential
+// moving average with weight SMOOTHING, debiased as TensorBoard's smoothing is), from the server's index of the
+// log's points: `history` events bring the points this page has not seen (its cursor), so a reload gets them all.
 'use strict';
 
 (function () {
   const $ = (id) => document.getElementById(id);
   const POLL_MS = 2000;
+  const SVG = 'http://www.w3.org/2000/svg';
+  const SMOOTHING = 0.9;
+  const WIDTH = 520, HEIGHT = 170, PAD = { left: 58, right: 10, top: 8, bottom: 22 };
+  const SPARK_W = 150, SPARK_H = 34;
   let pollTimer = null;
+  const history = { id: null, cursor: 0, series: new Map() };
+  let drawQueued = false;
+
+  function svg(name, attributes) {
+    const node = document.createElementNS(SVG, name);
+    Object.keys(attributes || {}).forEach((key) => node.setAttribute(key, String(attributes[key])));
+    return node;
+  }
+
+  // --- curves
+
+  function addHistory(data) {
+    if (!data || typeof data !== 'object') return;
+    if (data.id !== history.id || data.from === 0) {
+      if (data.from !== 0) return;  // another log's cursor: wait for its points from the start
+      history.id = data.id;
+      history.cursor = 0;
+      history.series.clear();
+    }
+    if (data.from !== history.cursor) return;
+    Object.keys(data.series || {}).forEach((name) => {
+      let series = history.series.get(name);
+      if (!series) {
+        series = { steps: [], values: [], smooth: [], ema: 0, weight: 0 };
+        history.series.set(name, series);
+      }
+      data.series[name].forEach((point) => {
+        const step = Number(point[0]), value = Number(point[1]);
+        if (!isFinite(step) || !isFinite(value)) return;
+        series.ema = SMOOTHING * series.ema + (1 - SMOOTHING) * value;
+        series.weight = SMOOTHING * series.weight + (1 - SMOOTHING);
+        series.steps.push(step);
+        series.values.push(value);
+        series.smooth.push(series.ema / series.weight);
+      });
+    });
+    history.cursor = data.next;
+    text('points', history.cursor);
+    if (!drawQueued) {
+      drawQueued = true;
+      requestAnimationFrame(() => { drawQueued = false; drawCharts(); });
+    }
+  }
+
+  // The indices drawn of n points: all when few, else per pixel column its first, lowest, highest and last point.
+  function drawn(steps, values, x) {
+    const n = steps.length;
+    if (n <= 2 * WIDTH) return Array.from({ length: n }, (_, i) => i);
+    const kept = [];
+    let column = null, first = 0, low = 0, high = 0;
+    const flush = (last) => { new Set([first, low, high, last].sort((a, b) => a - b)).forEach((i) => kept.push(i)); };
+    for (let i = 0; i < n; i++) {
+      const c = Math.round(x(steps[i]));
+      if (c !== column) {
+        if (column !== null) flush(i - 1);
+        column = c; first = low = high = i;
+      } else {
+        if (values[i] < values[low]) low = i;
+        if (values[i] > values[high]) high = i;
+      }
+    }
+    flush(n - 1);
+    return kept;
+  }
+
+  function pathOf(indices, steps, values, x, y) {
+    return indices.map((i, k) => (k ? 'L' : 'M') + x(steps[i]).toFixed(1) + ' ' + y(values[i]).toFixed(1)).join('');
+  }
+
+  function chart(name) {
+    const figure = document.createElement('figure');
+    figure.className = 'chart';
+    figure.dataset.metric = name;
+    const caption = document.createElement('figcaption');
+    const title = document.createElement('span');
+    title.className = 'metric-name';
+    title.textContent = name;
+    const last = document.createElement('span');
+    last.className = 'metric-last';
+    caption.append(title, last);
+    const plot = svg('svg', { viewBox: '0 0 ' + WIDTH + ' ' + HEIGHT, role: 'img', class: 'plot' });
+    plot.append(svg('g', { class: 'axes' }), svg('path', { class: 'raw' }), svg('path', { class: 'smooth' }));
+    figure.append(caption, plot);
+    return figure;
+  }
+
+  function drawCharts() {
+    const box = $('charts');
+    text('charts-empty', history.series.size ? '' : 'no metric in the log yet');
+    $('charts-empty').hidden = history.series.size > 0;
+    const figures = new Map(Array.from(box.children).map((node) => [node.dataset.metric, node]));
+    Array.from(history.series.keys()).sort((a, b) => (a === 'loss' ? -1 : b === 'loss' ? 1 : a < b ? -1 : 1)).forEach((name) => {
+      let figure = figures.get(name);
+      if (!figure) { figure = chart(name); box.append(figure); }
+      figures.delete(name);
+      drawChart(figure, history.series.get(name));
+    });
+    figures.forEach((figure) => figure.remove());
+  }
+
+  function drawChart(figure, series) {
+    const steps = series.steps, values = series.values, n = steps.length;
+    if (!n) return;
+    let low = Infinity, high = -Infinity;
+    values.forEach((v) => { if (v < low) low = v; if (v > high) high = v; });
+    if (low === high) { low -= Math.abs(low) * 0.05 || 1; high += Math.abs(high) * 0.05 || 1; }
+    const first = steps[0], lastStep = steps[n - 1] > first ? steps[n - 1] : first + 1;
+    const x = (step) => PAD.left + (step - first) / (lastStep - first) * (WIDTH - PAD.left - PAD.right);
+    const y = (value) => PAD.top + (high - value) / (high - low) * (HEIGHT - PAD.top - PAD.bottom);
+    const plot = figure.querySelector('svg');
+    const indices = drawn(steps, values, x);
+    plot.querySelector('.raw').setAttribute('d', pathOf(indices, steps, values, x, y));
+    plot.querySelector('.smooth').setAttribute('d', pathOf(indices, steps, series.smooth, x, y));
+    const axes = svg('g', { class: 'axes' });
+    axes.append(svg('path', { d: 'M' + PAD.left + ' ' + PAD.top + 'V' + (HEIGHT - PAD.bottom) + 'H' + (WIDTH - PAD.right) }));
+    [[high, PAD.top + 9, PAD.left - 4, 'end'], [low, HEIGHT - PAD.bottom, PAD.left - 4, 'end'],
+      [first, HEIGHT - 6, PAD.left, 'start'], [steps[n - 1], HEIGHT - 6, WIDTH - PAD.right, 'end']].forEach((label, k) => {
+      const node = svg('text', { x: label[2], y: label[1], 'text-anchor': label[3] });
+      node.textContent = k < 2 ? number(label[0]) : 'step ' + label[0];
+      axes.append(node);
+    });
+    plot.replaceChild(axes, plot.querySelector('.axes'));
+    figure.querySelector('.metric-last').textContent = number(values[n - 1]) + ' at step ' + steps[n - 1] +
+      ' (smoothed ' + number(series.smooth[n - 1]) + ')';
+    figure.dataset.points = String(n);
+    figure.dataset.drawn = String(indices.length);
+    figure.dataset.lastStep = String(steps[n - 1]);
+    figure.dataset.lastValue = String(values[n - 1]);
+    figure.dataset.lastX = x(steps[indices[indices.length - 1]]).toFixed(1);
+  }
+
+  // --- GPUs
+
+  function sparkline(values, top, className) {
+    const finite = values.map((v) => (typeof v === 'number' && isFinite(v) ? v : null));
+    const high = Math.max(top || 0, ...finite.filter((v) => v !== null), 1e-9);
+    const step = finite.length > 1 ? SPARK_W / (finite.length - 1) : 0;
+    const points = [];
+    finite.forEach((v, i) => { if (v !== null) points.push((i * step).toFixed(1) + ',' + (SPARK_H - 1 - v / high * (SPARK_H - 2)).toFixed(1)); });
+    return svg('polyline', { points: points.join(' '), class: className });
+  }
+
+  function renderGpus(gpu) {
+    const box = $('gpus');
+    const list = (gpu && gpu.gpus) || [];
+    text('gpu-note', gpu && gpu.error ? gpu.error : list.length ? (gpu.backend ? 'sampled by ' + gpu.backend + ', ' : '') +
+      'idle after ' + gpu.idle_threshold_s + ' s at 0%' : 'no GPU samples yet');
+    const tiles = list.map((g) => {
+      const tile = document.createElement('div');
+      tile.className = 'gpu' + (g.idle ? ' idle' : '');
+      tile.dataset.gpu = String(g.index);
+      tile.dataset.util = String(g.util);
+      tile.dataset.power = String(g.power);
+      const head = document.createElement('div');
+      head.className = 'gpu-head';
+      head.textContent = 'GPU ' + g.index + (g.name ? ' \u00b7 ' + g.name : '');
+      const facts = document.createElement('div');
+      facts.className = 'gpu-facts';
+      const memory = g.mem === null || g.mem === undefined ? '\u2013' :
+        (g.mem / 1024).toFixed(1) + (g.mem_total ? ' / ' + (g.mem_total / 1024).toFixed(1) : '') + ' GiB';
+      [['util', g.util === null || g.util === undefined ? '\u2013' : g.util + ' %'], ['mem', memory],
+        ['power', g.power === null || g.power === undefined ? '\u2013' : Math.round(g.power) + ' W'],
+        ['temp', g.temp === null || g.temp === undefined ? '\u2013' : g.temp + ' \u00b0C']].forEach((pair) => {
+        const cell = document.createElement('span');
+        cell.className = 'gpu-' + pair[0];
+        cell.textContent = pair[1];
+        facts.append(cell);
+      });
+      const spark = svg('svg', { viewBox: '0 0 ' + SPARK_W + ' ' + SPARK_H, class: 'spark', preserveAspectRatio: 'none' });
+      spark.append(sparkline((g.spark && g.spark.power) || [], 0, 'power'), sparkline((g.spark && g.spark.util) || [], 100, 'util'));
+      const idle = document.createElement('div');
+      idle.className = 'gpu-idle';
+      idle.textContent = g.idle ? 'idle for ' + duration(g.idle_seconds) : '';
+      tile.append(head, facts, spark, idle);
+      return tile;
+    });
+    box.replaceChildren(...tiles);
+  }
 
   function text(id, value) {
     const node = $(id);
@@ -68,13 +253,21 @@
     text('unit-detail', [u.active_state, u.sub_state, u.result].filter(Boolean).join('/') +
       (u.exit_status !== null && u.exit_status !== undefined ? ', exit ' + u.exit_status : '') +
       (u.error ? ', ' + u.error : ''));
+    renderGpus(status.gpu);
     text('updated', new Date().toLocaleTimeString());
+  }
+
+  function pollHistory() {
+    return fetch('api/history?since=' + history.cursor + (history.id ? '&id=' + encodeURIComponent(history.id) : ''), { cache: 'no-store' })
+      .then((response) => (response.ok ? response.json() : Promise.reject(response.status)))
+      .then((data) => { addHistory(data); if (!data.complete) return pollHistory(); return null; });
   }
 
   function poll() {
     fetch('api/status', { cache: 'no-store' })
       .then((response) => (response.ok ? response.json() : Promise.reject(response.status)))
       .then(render)
+      .then(pollHistory)
       .catch(() => text('transport', 'disconnected, retrying'))
       .finally(() => { pollTimer = setTimeout(poll, POLL_MS); });
   }
@@ -91,6 +284,7 @@
     const events = new EventSource('api/events');
     events.onopen = () => text('transport', 'live');
     events.onmessage = (event) => render(JSON.parse(event.data));
+    events.addEventListener('history', (event) => addHistory(JSON.parse(event.data)));
     events.onerror = () => {
       // The browser reconnects by itself; poll meanwhile so the page never freezes.
       if (events.readyState === EventSource.CLOSED) startPolling();

@@ -9,7 +9,9 @@
 GET /                 the page: run name and state, progress bar, rate, ETA, loss and metrics, last log lines,
                       updated live from /api/events (server-sent events), polling /api/status when that fails
 GET /api/status       the same as JSON
-GET /api/events       a server-sent event with the status whenever it changes
+GET /api/events       a server-sent event with the status whenever it changes, and `history` events with the metric
+                      points the page has not seen (?since=CURSOR, or the Last-Event-ID the browser sends back)
+GET /api/history      ?since=CURSOR: the metric points after the first CURSOR of the log's index, as JSON
 GET /files/           the run folder's files (top level) as JSON; GET /files/NAME one of them as text
 Anything else is 404; any other method (TRACE, PROPFIND, CONNECT, ... included) 405 with `Allow: GET, HEAD` and
 the same security headers. Only the run folder's own top-level regular files are served (no path traversal, no
@@ -23,11 +25,18 @@ module_utils/_supervisor.py, installed beside this file too); the page shows the
 The work per request is bounded: one request at a time refreshes the status (the unit, then at most READ_LIMIT_BYTES
 of what the log gained, from where the last refresh stopped; a bigger burst is skipped to its last part, the tail
 showing the gap); a request that comes meanwhile answers at once with the last status instead of waiting for it.
+
+The curves come from an index of the whole log's metric points (_train_log.MetricIndex), kept once for all clients
+and appended as the log grows: each /api/history or event reads at most INDEX_READ_BYTES more of the log, and the
+page asks again until it has caught up. The GPUs of the run (CUDA_VISIBLE_DEVICES of its unit or supervisor
+definition, or --gpu) are sampled every second by _telemetry.py's readers (NVML, else nvidia-smi); the samples are
+appended to GPU_HISTORY in the run folder (bounded to GPU_HISTORY_BYTES), so a restarted monitor shows them again.
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
 import json
 import os
 import signal
@@ -37,12 +46,13 @@ import subprocess
 import sys
 import threading
 import time
+import types
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import unquote, urlsplit
+from urllib.parse import parse_qs, unquote, urlsplit
 
 import _supervisor  # pylint: disable=import-error
-from _train_log import TrainLog  # pylint: disable=import-error
+from _train_log import MetricIndex, TrainLog  # pylint: disable=import-error
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 STATIC = {
@@ -64,6 +74,245 @@ UNIT_PROPERTIES = ('LoadState', 'ActiveState', 'SubState', 'Result', 'ExecMainSt
 # The most one refresh reads of the log: a log (at start) or a burst bigger than this is read from its last part.
 READ_LIMIT_BYTES = 1024 * 1024
 CHUNK_BYTES = 256 * 1024
+# The most one history request or event reads of the log into the index, and the most points one answer carries.
+INDEX_READ_BYTES = 4 * 1024 * 1024
+HISTORY_POINTS = 100000
+# The GPU samples the monitor keeps in the run folder (JSON lines; halved to its newer part when it grows past the
+# bound), the seconds between samples, and the samples per GPU the page's sparklines show.
+GPU_HISTORY = 'monitor-gpus.jsonl'
+GPU_HISTORY_BYTES = 8 * 1024 * 1024
+GPU_INTERVAL_S = 1.0
+GPU_SPARK_SAMPLES = 120
+COLLECTION_UTILS = 'ansible_collections.specdec.bench.plugins.module_utils'
+
+
+def import_telemetry():
+    """_telemetry.py (installed beside this file), whose imports name the collection's package: that package is
+    made of the files beside this one where the collection is not installed (the host's bare Python)."""
+    try:
+        import _nvidia_smi  # pylint: disable=import-error,import-outside-toplevel
+        import _nvml  # pylint: disable=import-error,import-outside-toplevel
+        parts = COLLECTION_UTILS.split('.')
+        for depth in range(1, len(parts) + 1):
+            sys.modules.setdefault('.'.join(parts[:depth]), types.ModuleType('.'.join(parts[:depth])))
+        package = sys.modules[COLLECTION_UTILS]
+        for module in (_nvidia_smi, _nvml):
+            if not hasattr(package, module.__name__):
+                setattr(package, module.__name__, module)
+                sys.modules.setdefault(COLLECTION_UTILS + '.' + module.__name__, module)
+        import _telemetry  # pylint: disable=import-error,import-outside-toplevel
+    except ImportError as error:
+        return None, 'GPU telemetry cannot be loaded: %s' % error
+    return _telemetry, None
+
+
+def visible_devices(text):
+    """CUDA_VISIBLE_DEVICES' entries (indices or UUIDs), in order; [] for none or unset."""
+    return [entry.strip() for entry in (text or '').split(',') if entry.strip()]
+
+
+def unit_environment(text):
+    """The Environment= of `systemctl show` (KEY=value words, quoted where they hold spaces) as a dict."""
+    import shlex  # pylint: disable=import-outside-toplevel
+    environment = {}
+    try:
+        words = shlex.split(text or '')
+    except ValueError:
+        words = (text or '').split()
+    for word in words:
+        key, sep, value = word.partition('=')
+        if sep:
+            environment[key] = value
+    return environment
+
+
+def gpu_record(sample, index, now=None):
+    """One sample of _telemetry's readers, as the history file and the page keep it."""
+    def rounded(value, digits=1):
+        return round(float(value), digits) if isinstance(value, (int, float)) else None
+    return {'t': round(sample.get('t') or now or time.time(), 3), 'gpu': index, 'util': rounded(sample.get('sm_util'), 0),
+            'mem': rounded(sample.get('mem_used_mib'), 0), 'power': rounded(sample.get('power_w')),
+            'temp': rounded(sample.get('temp_c'), 0)}
+
+
+def idle_seconds(records, now):
+    """How long the GPU has been at 0% utilization up to `now`, from its records (oldest first); 0 when busy."""
+    since = None
+    for record in reversed(records):
+        if record.get('util') != 0:
+            break
+        since = record['t']
+    return max(0.0, now - since) if since is not None else 0.0
+
+
+class GpuWatch:
+    """The run's GPUs, sampled every GPU_INTERVAL_S in a thread by _telemetry's readers; their recent samples, and
+    GPU_HISTORY in the run folder, appended (bounded) and read back at start."""
+
+    def __init__(self, run_dir, devices, idle_threshold_s=60.0, interval_s=GPU_INTERVAL_S, nvidia_smi='nvidia-smi',
+                 history=GPU_HISTORY, history_bytes=GPU_HISTORY_BYTES, backend='auto'):
+        self.run_dir = run_dir
+        self.devices = devices  # a list, or a callable giving it (the run's unit is read once sampling starts)
+        self.idle_threshold_s = idle_threshold_s
+        self.interval_s = interval_s
+        self.nvidia_smi = nvidia_smi
+        self.history_path = os.path.join(run_dir, history)
+        self.history_bytes = history_bytes
+        self.requested = backend
+        self.backend = None
+        self.error = None
+        self.gpus = []  # [{'index', 'uuid', 'name', 'mem_total'}]
+        self.recent = {}
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = None
+
+    def start(self):
+        self._load_history()
+        self._thread = threading.Thread(target=self._run, name='gpu-watch', daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self):
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def _load_history(self):
+        """The newest samples of the history file (a restarted monitor shows what it sampled before)."""
+        try:
+            with open(self.history_path, 'rb') as handle:
+                size = os.fstat(handle.fileno()).st_size
+                handle.seek(max(0, size - 64 * 1024))
+                lines = handle.read().splitlines()[1 if size > 64 * 1024 else 0:]
+        except OSError:
+            return
+        for line in lines:
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(record, dict) and isinstance(record.get('t'), (int, float)):
+                self.recent.setdefault(str(record.get('gpu')), collections.deque(maxlen=GPU_SPARK_SAMPLES)).append(record)
+
+    def _open(self, telemetry, uuids):
+        """A reader of _telemetry for these UUIDs: NVML (pynvml, else ctypes), else nvidia-smi."""
+        tried = []
+        order = ('pynvml', 'ctypes', 'nvidia-smi') if self.requested == 'auto' else (self.requested,)
+        for backend in order:
+            try:
+                if backend == 'nvidia-smi':
+                    reader = telemetry.SmiReader(self.nvidia_smi, uuids, self.interval_s)
+                else:
+                    _name, nvml = telemetry.load_nvml(backend)
+                    reader = telemetry.NvmlReader(nvml, uuids)
+            except Exception as error:  # pylint: disable=broad-except  (NVMLError subclasses, OSError, ValueError)
+                tried.append('%s: %s' % (backend, error))
+                continue
+            self.backend = backend
+            return reader
+        raise ValueError('no GPU telemetry backend works here: ' + '; '.join(tried))
+
+    def _inventory(self, telemetry, wanted):
+        """[{'index', 'uuid', 'name', 'mem_total'}] of the GPUs `wanted` names (indices or UUIDs), by nvidia-smi."""
+        command = [self.nvidia_smi, '--query-gpu=index,uuid,name,memory.total', '--format=csv,noheader,nounits']
+        try:
+            done = subprocess.run(command, capture_output=True, text=True, timeout=20, check=False)
+        except (OSError, subprocess.SubprocessError) as error:
+            raise ValueError('%s could not be run: %s' % (self.nvidia_smi, error)) from None
+        if done.returncode != 0:
+            raise ValueError('%s --query-gpu failed (rc %d): %s' % (self.nvidia_smi, done.returncode, done.stderr.strip()[:200]))
+        found = []
+        for line in done.stdout.splitlines():
+            fields = [field.strip() for field in line.split(',')]
+            if len(fields) == 4:
+                try:
+                    total = float(fields[3])
+                except ValueError:
+                    total = None
+                found.append({'index': fields[0], 'uuid': fields[1], 'name': fields[2], 'mem_total': total})
+        if not wanted:
+            return found
+        chosen = []
+        for entry in wanted:
+            match = [gpu for gpu in found if entry in (gpu['index'], gpu['uuid'])]
+            if not match:
+                raise ValueError('GPU %s of the run is not among the GPUs nvidia-smi lists (%s)'
+                                 % (entry, ', '.join(gpu['index'] for gpu in found)))
+            chosen.append(match[0])
+        return chosen
+
+    def _run(self):
+        telemetry, error = import_telemetry()
+        reader = None
+        try:
+            if telemetry is None:
+                raise ValueError(error)
+            wanted = self.devices() if callable(self.devices) else list(self.devices)
+            gpus = self._inventory(telemetry, wanted)
+            if not gpus:
+                raise ValueError('no GPU: the run names none and nvidia-smi lists none')
+            with self._lock:
+                self.gpus = gpus
+            reader = self._open(telemetry, [gpu['uuid'] for gpu in gpus])
+            index_of = dict((gpu['uuid'], gpu['index']) for gpu in gpus)
+            while not self._stop.is_set():
+                records = [gpu_record(sample, index_of.get(sample.get('uuid'))) for sample in reader.read()]
+                self._add(records)
+                self._stop.wait(self.interval_s)
+        except ValueError as failure:
+            with self._lock:
+                self.error = str(failure)
+        finally:
+            if reader is not None:
+                reader.close()
+
+    def _add(self, records):
+        if not records:
+            return
+        with self._lock:
+            for record in records:
+                self.recent.setdefault(str(record['gpu']), collections.deque(maxlen=GPU_SPARK_SAMPLES)).append(record)
+        data = ''.join(json.dumps(record, sort_keys=True) + '\n' for record in records).encode('ascii')
+        try:
+            with open(self.history_path, 'ab') as handle:
+                handle.write(data)
+                size = handle.tell()
+            if size > self.history_bytes:
+                self._halve()
+        except OSError as failure:
+            with self._lock:
+                self.error = 'GPU history not kept: %s' % failure
+
+    def _halve(self):
+        """Keep the newer half of the history file (written aside, then renamed over it)."""
+        with open(self.history_path, 'rb') as handle:
+            handle.seek(-(self.history_bytes // 2), os.SEEK_END)
+            handle.readline()
+            kept = handle.read()
+        part = self.history_path + '.part'
+        with open(part, 'wb') as handle:
+            handle.write(kept)
+        os.replace(part, self.history_path)
+
+    def snapshot(self, now=None):
+        """What the page shows: per GPU its latest sample, memory total, idle seconds (idle: past the threshold)
+        and the recent utilization and power for its sparkline."""
+        now = time.time() if now is None else now
+        with self._lock:
+            gpus = list(self.gpus) or [{'index': key, 'uuid': None, 'name': None, 'mem_total': None}
+                                       for key in sorted(self.recent)]
+            shown = []
+            for gpu in gpus:
+                records = list(self.recent.get(str(gpu['index']), ()))
+                latest = records[-1] if records else {}
+                idle = idle_seconds(records, now) if records else 0.0
+                shown.append(dict(gpu, util=latest.get('util'), mem=latest.get('mem'), power=latest.get('power'),
+                                  temp=latest.get('temp'), t=latest.get('t'), idle_seconds=round(idle, 1),
+                                  idle=idle >= self.idle_threshold_s,
+                                  spark={'t': [r['t'] for r in records], 'util': [r.get('util') for r in records],
+                                         'power': [r.get('power') for r in records]}))
+            return {'gpus': shown, 'backend': self.backend, 'error': self.error, 'idle_threshold_s': self.idle_threshold_s}
 
 
 def unit_state(props):
@@ -156,6 +405,75 @@ class Monitor:
         self._unit_props = {}
         self._service = None
         self._unit_read = 0.0
+        self._indexing = threading.Lock()
+        self._index = MetricIndex()
+        self._index_offset = 0
+        self._index_inode = None
+        self._index_bytes = 0
+        self._index_generation = 0
+        self.gpu_watch = None
+
+    def run_devices(self):
+        """The run's GPUs: CUDA_VISIBLE_DEVICES of its supervisor definition or its unit's Environment=."""
+        if self.backend == 'supervisor':
+            definition = _supervisor.read_json(os.path.join(self.service_dir, _supervisor.DEFINITION)) or {}
+            return visible_devices((definition.get('env') or {}).get('CUDA_VISIBLE_DEVICES'))
+        try:
+            result = subprocess.run([self.systemctl, 'show', '--property=Environment', '--value', '--', self.unit],
+                                    capture_output=True, text=True, timeout=10, check=False, env=dict(os.environ, LC_ALL='C'))
+        except (OSError, subprocess.SubprocessError):
+            return []
+        return visible_devices(unit_environment(result.stdout.strip()).get('CUDA_VISIBLE_DEVICES'))
+
+    def _index_log(self, budget=INDEX_READ_BYTES):
+        """Read at most `budget` more bytes of the log into the metric index (a new or truncated log: a new index)."""
+        path = os.path.join(self.run_dir, self.log_name)
+        try:
+            handle = open(path, 'rb')  # pylint: disable=consider-using-with
+        except OSError:
+            return
+        with handle:
+            info = os.fstat(handle.fileno())
+            if info.st_ino != self._index_inode or info.st_size < self._index_offset:
+                self._index, self._index_inode, self._index_offset = MetricIndex(), info.st_ino, 0
+                self._index_generation += 1
+            self._index_bytes = info.st_size
+            end = min(info.st_size, self._index_offset + budget)
+            handle.seek(self._index_offset)
+            while self._index_offset < end:
+                chunk = handle.read(min(CHUNK_BYTES, end - self._index_offset))
+                if not chunk:
+                    break
+                self._index.feed(chunk)
+                self._index_offset += len(chunk)
+
+    def history_id(self):
+        """Names this log's index: a cursor of another one (a new or truncated log) starts over."""
+        return '%s.%d' % (self._index_inode, self._index_generation)
+
+    def history(self, since=0, of=None, limit=HISTORY_POINTS, wait=True):
+        """The metric points after the first `since` of the log's index (read on by this request), or None while
+        another request reads it and `wait` is false. A cursor `of` another index (history_id) starts at 0."""
+        if not self._indexing.acquire(blocking=wait):  # pylint: disable=consider-using-with
+            return None
+        try:
+            self._index_log()
+            if of is not None and of != self.history_id():
+                since = 0
+            answer = self._index.points(since, limit)
+            answer.update({
+                'id': self.history_id(),
+                'names': list(self._index.names),
+                'total': len(self._index),
+                'log_bytes': self._index_bytes,
+                'indexed_bytes': self._index_offset,
+                # caught up: every point of the log read so far is in this answer
+                'complete': self._index_offset >= self._index_bytes and answer['next'] == len(self._index),
+                'full': self._index.full,
+            })
+            return answer
+        finally:
+            self._indexing.release()
 
     def _read_log(self):
         """Read what the log gained since the last read, at most READ_LIMIT_BYTES of it (its end)."""
@@ -232,6 +550,8 @@ class Monitor:
             'log_read_bytes': self._read_bytes,
             'log_skipped_bytes': self._log.skipped_bytes,
         })
+        if self.gpu_watch is not None:
+            status['gpu'] = self.gpu_watch.snapshot()
         return status
 
     def _state(self):
@@ -336,7 +656,8 @@ def make_handler(monitor, interval=0.5, keepalive=15.0, stream_seconds=600.0, al
             if not self._host_allowed():
                 self._error(HTTPStatus.FORBIDDEN, 'forbidden: unexpected Host header')
                 return
-            path = urlsplit(self.path).path
+            parts = urlsplit(self.path)
+            path = parts.path
             if path in STATIC:
                 name, content_type = STATIC[path]
                 with open(os.path.join(HERE, name), 'rb') as handle:
@@ -344,7 +665,10 @@ def make_handler(monitor, interval=0.5, keepalive=15.0, stream_seconds=600.0, al
             elif path == '/api/status':
                 self._json(monitor.status())
             elif path == '/api/events':
-                self._events()
+                self._events(*self._cursor(parts.query, self.headers.get('Last-Event-ID')))
+            elif path == '/api/history':
+                since, of = self._cursor(parts.query)
+                self._json(monitor.history(since, of))
             elif path == '/files/':
                 self._json({'run': monitor.name, 'files': monitor.files()})
             elif path.startswith('/files/'):
@@ -353,6 +677,18 @@ def make_handler(monitor, interval=0.5, keepalive=15.0, stream_seconds=600.0, al
                 self._error(HTTPStatus.NOT_FOUND, 'not found')
 
         do_HEAD = do_GET
+
+        @staticmethod
+        def _cursor(query, last_event_id=None):
+            """(points the page has seen, the index they came from or None): ?since=N&id=ID, or the Last-Event-ID
+            (ID:N) that the browser sends back when it reconnects."""
+            if last_event_id:
+                name, _sep, number = last_event_id.rpartition(':')
+                if number.isdigit() and name:
+                    return int(number), name
+            fields = parse_qs(query)
+            since = (fields.get('since') or ['0'])[0]
+            return (int(since) if since.isdigit() and len(since) < 16 else 0), (fields.get('id') or [None])[0]
 
         def _refuse(self):
             # A body the request may carry is not read: close rather than parse it as the next request.
@@ -382,7 +718,7 @@ def make_handler(monitor, interval=0.5, keepalive=15.0, stream_seconds=600.0, al
                     self.wfile.write(chunk)
                     remaining -= len(chunk)
 
-        def _events(self):
+        def _events(self, cursor=0, last_id=None):
             self.send_response(200)
             for key, value in SECURITY_HEADERS.items():
                 self.send_header(key, value)
@@ -392,7 +728,7 @@ def make_handler(monitor, interval=0.5, keepalive=15.0, stream_seconds=600.0, al
             self.close_connection = True
             if self.command == 'HEAD':
                 return
-            last, last_write, started = None, 0.0, time.monotonic()
+            last, last_write, started, sent_id = None, 0.0, time.monotonic(), None
             try:
                 self.wfile.write(b'retry: 2000\n\n')
                 while time.monotonic() - started < stream_seconds:
@@ -406,6 +742,18 @@ def make_handler(monitor, interval=0.5, keepalive=15.0, stream_seconds=600.0, al
                     elif now - last_write > keepalive:
                         self.wfile.write(b': keep-alive\n\n')
                         last_write = now
+                    # the points of the curves not sent yet, as long as there are some (the whole history first)
+                    while True:
+                        history = monitor.history(cursor, last_id, wait=False)
+                        if history is None or (history['next'] == cursor and history['id'] == sent_id):
+                            break
+                        last_id = sent_id = history['id']
+                        cursor = history['next']
+                        self.wfile.write(('id: %s:%d\nevent: history\ndata: %s\n\n' % (
+                            history['id'], cursor, json.dumps(history, sort_keys=True))).encode('ascii'))
+                        last_write = now
+                        if history['complete']:
+                            break
                     self.wfile.flush()
                     time.sleep(interval)
             except (BrokenPipeError, ConnectionResetError):
@@ -439,7 +787,17 @@ def parse_args(argv=None):
     parser.add_argument('--interval', type=float, default=0.5, help='seconds between checks for a live page')
     parser.add_argument('--allowed-host', action='append', default=[], help='a Host name accepted besides loopback')
     parser.add_argument('--systemctl', default='systemctl')
-    return parser.parse_args(argv)
+    parser.add_argument('--gpu', action='append', default=[],
+                        help="a GPU of the run (index or UUID), repeated; default: CUDA_VISIBLE_DEVICES of the run's unit")
+    parser.add_argument('--idle-gpu-seconds', type=float, default=60.0,
+                        help='seconds at 0%% utilization after which a GPU of the run is shown idle')
+    parser.add_argument('--gpu-telemetry', choices=('auto', 'pynvml', 'ctypes', 'nvidia-smi', 'off'), default='auto',
+                        help="how the GPUs are sampled (_telemetry's backends), or off")
+    parser.add_argument('--nvidia-smi', default='nvidia-smi')
+    args = parser.parse_args(argv)
+    if args.idle_gpu_seconds <= 0:
+        parser.error('--idle-gpu-seconds is %r, expected a number of seconds above 0' % args.idle_gpu_seconds)
+    return args
 
 
 def main(argv=None):
@@ -447,6 +805,9 @@ def main(argv=None):
     monitor = Monitor(args.run_dir, args.unit, args.name or os.path.basename(os.path.realpath(args.run_dir)),
                       log_name=args.log, tail=args.tail, systemctl=args.systemctl, backend=args.backend,
                       state_dir=args.state_dir)
+    if args.gpu_telemetry != 'off':
+        monitor.gpu_watch = GpuWatch(monitor.run_dir, args.gpu or monitor.run_devices, args.idle_gpu_seconds,
+                                     nvidia_smi=args.nvidia_smi, backend=args.gpu_telemetry).start()
     server = MonitorServer((args.bind, args.port), make_handler(
         monitor, interval=args.interval, allowed_hosts=[host.lower() for host in args.allowed_host]))
     sys.stderr.write('serving run %s (%s, %s) on http://%s:%d/\n' % (monitor.name, args.unit, args.backend, args.bind,

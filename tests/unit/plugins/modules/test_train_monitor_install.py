@@ -15,7 +15,7 @@ from ansible_collections.specdec.bench.plugins.modules import train_monitor_inst
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
 MODULE_UTILS = os.path.join(REPO, 'plugins', 'module_utils')
-NAMES = ['_supervisor.py', '_train_log.py']
+NAMES = ['_nvidia_smi.py', '_nvml.py', '_supervisor.py', '_telemetry.py', '_train_log.py']
 
 
 def collection_source(name):
