@@ -20,6 +20,7 @@ from __future__ import annotations
 import array
 import codecs
 import collections
+import functools
 import json
 import math
 import re
@@ -97,6 +98,7 @@ def parse_duration(text):
     return seconds
 
 
+@functools.lru_cache(maxsize=1024)
 def _metric_key(key):
     key = clean_line(str(key))
     return key[:MAX_KEY_CHARS] if key else None

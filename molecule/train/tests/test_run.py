@@ -176,7 +176,7 @@ def test_monitor_listens_on_loopback_only(host):
 
 def test_monitor_imports_the_collections_parser_and_reader_as_they_are(host):
     """specdec.bench.train_monitor_install wrote them from its payload: the collection's files, byte for byte."""
-    for name in ("_train_log.py", "_supervisor.py"):
+    for name in ("_train_log.py", "_supervisor.py", "_telemetry.py", "_nvml.py", "_nvidia_smi.py"):
         installed = host.file(f"/opt/specdec/train-monitor/{name}")
         assert installed.user == "root" and installed.mode == 0o644
         with open(os.path.join(MODULE_UTILS, name), encoding="utf-8") as handle:
@@ -211,7 +211,8 @@ def test_monitor_serves_the_runs_own_files(host):
     status, body = http_get(host, "/files/run.json")
     assert status == 200 and json.loads(body)["name"] == RUN
     status, body = http_get(host, "/files/")
-    assert status == 200 and set(json.loads(body)["files"]) == {"run.json", "run.sh", "train.log"}
+    # and the GPU samples the monitor keeps there (issue 21)
+    assert status == 200 and set(json.loads(body)["files"]) == {"run.json", "run.sh", "train.log", "monitor-gpus.jsonl"}
 
 
 def test_monitor_is_read_only(host):

@@ -29,6 +29,10 @@ FAIL_FILE = "/run/sim-trainer/fail-dflash-sim"
 # Every podman exec (one per connection through the forward) is slow on a loaded machine: deadlines are generous,
 # and each wait ends as soon as its condition holds.
 DEADLINE = 90
+HOSTILE_METRIC = "<img src=x onerror=__pwned=3>"
+LOG = f"/root/train_runs/{RUN}/train.log"
+sys.path.insert(0, str(REPO / "plugins" / "module_utils"))
+import _train_log  # noqa: E402  pylint: disable=import-error,wrong-import-position
 
 
 @pytest.fixture(name="box", scope="module")
@@ -132,13 +136,102 @@ def test_hostile_log_lines_stay_text(page):
     assert page.find_elements(By.CSS_SELECTOR, "img") == []
 
 
+def chart(page, metric):
+    """The curve of one metric as the page draws it: {points, last_step, last_value}, or None."""
+    return page.execute_script("""
+        const figure = Array.from(document.querySelectorAll('#charts figure')).find((f) => f.dataset.metric === arguments[0]);
+        return figure && figure.dataset.points ? {points: Number(figure.dataset.points), last_step: Number(figure.dataset.lastStep),
+            last_value: Number(figure.dataset.lastValue), drawn: figure.querySelector('path.raw').getAttribute('d').length} : null;
+    """, metric)
+
+
+def last_logged_loss(box):
+    """(step, loss) of the log's last finished line that carries a loss, read by the parser's line functions."""
+    lines, _unfinished = _train_log.split_lines(box.file(LOG).content_string)
+    step = found = None
+    for raw in lines:
+        line = _train_log.clean_line(raw)
+        parsed = _train_log.parse_tqdm(line) or _train_log.parse_json(line)
+        if parsed is None:
+            continue
+        step = parsed["step"] if parsed["step"] is not None else step
+        if "loss" in parsed["metrics"]:
+            found = (step, parsed["metrics"]["loss"])
+    return found
+
+
+def gpu_tiles(page):
+    return page.execute_script("""
+        return Array.from(document.querySelectorAll('#gpus .gpu')).map((tile) => ({gpu: tile.dataset.gpu,
+            util: Number(tile.dataset.util), power: Number(tile.dataset.power), idle: tile.classList.contains('idle'),
+            idle_seconds: Number(tile.dataset.idleSeconds),
+            text: tile.innerText, spark: tile.querySelectorAll('polyline')[1].getAttribute('points').split(' ').length}));
+    """)
+
+
+def test_the_loss_curve_grows_as_the_trainer_logs(page):
+    wait_for(page, lambda: (chart(page, "loss") or {}).get("points", 0) > 2, "no loss curve")
+    first = chart(page, "loss")
+    assert first["drawn"] > 10
+    wait_for(page, lambda: chart(page, "loss")["last_step"] > first["last_step"] + 2, "the loss curve does not grow")
+    assert chart(page, "loss")["points"] > first["points"]
+    # the JSON lines' learning rate too: every numeric metric has its curve
+    wait_for(page, lambda: chart(page, "lr") is not None, "no lr curve")
+    assert text(page, "points") != "0"
+
+
+def test_hostile_metric_names_stay_text(page):
+    wait_for(page, lambda: chart(page, HOSTILE_METRIC) is not None, "the hostile metric has no curve")
+    names = [node.text for node in page.find_elements(By.CSS_SELECTOR, "#charts .metric-name")]
+    assert HOSTILE_METRIC in names
+    assert page.find_elements(By.CSS_SELECTOR, "#charts img, #charts b, img") == []
+    assert page.execute_script("return window.__pwned === undefined")
+    # a value that is no number (grad_norm "<b>NaN</b>") makes no point at all
+    assert chart(page, "grad_norm") is None
+
+
+def test_gpu_tiles_show_the_simulated_load(page):
+    # the run's GPUs: the target's 0,1 and the trainer's 2,3 (CUDA_VISIBLE_DEVICES of its definition)
+    wait_for(page, lambda: len(gpu_tiles(page)) == 4, "the run's four GPUs are not shown")
+    assert sorted(tile["gpu"] for tile in gpu_tiles(page)) == ["0", "1", "2", "3"]
+    wait_for(page, lambda: all(tile["power"] > 0 for tile in gpu_tiles(page)), "a GPU shows no power")
+    # the trainer's GPUs draw far above the A100s' idle 33-38 W while it trains (the simulated power model), and
+    # hold the 30000 MiB its SIM_GPU_MEMORY_MIB claims; the fake GPUs' utilization stays their idle value, shown as is
+    wait_for(page, lambda: all(tile["power"] > 100 for tile in gpu_tiles(page) if tile["gpu"] in ("2", "3")),
+             "the trainer's GPUs do not show its load")
+    wait_for(page, lambda: all(tile["spark"] >= 3 for tile in gpu_tiles(page)), "no sparkline history")
+    tiles = gpu_tiles(page)
+    assert all(re.search(r"\d+ W", tile["text"]) and re.search(r"\d+ %", tile["text"]) for tile in tiles)
+    # a GPU at 0% for train_monitor_idle_gpu_seconds (5 here) is highlighted, one busy or idle for less is not
+    wait_for(page, lambda: any(tile["idle"] for tile in gpu_tiles(page)), "no idle GPU is highlighted")
+    for tile in gpu_tiles(page):
+        assert (tile["util"] == 0 and tile["idle_seconds"] >= 4.9) if tile["idle"] else tile["idle_seconds"] < 5.1, tile
+        assert ("idle for" in tile["text"]) == tile["idle"]
+    for tile in tiles:
+        if tile["gpu"] in ("2", "3"):
+            used = re.search(r"(\d+\.\d) / 40\.0 GiB", tile["text"])
+            assert used and float(used.group(1)) >= 29.2, tile
+
+
+def test_a_reload_shows_the_whole_history(page):
+    before = chart(page, "loss")
+    page.refresh()
+    wait_for(page, lambda: (chart(page, "loss") or {}).get("points", 0) >= before["points"], "the reload lost the history")
+    wait_for(page, lambda: len(gpu_tiles(page)) == 4 and all(tile["spark"] >= 3 for tile in gpu_tiles(page)),
+             "the reload lost the GPUs' history")
+
+
 def test_page_loads_nothing_from_elsewhere(page, url):
     resources = page.execute_script("return performance.getEntriesByType('resource').map(e => e.name)")
     assert resources and all(name.startswith(url) for name in resources)
 
 
 def test_screenshot_of_the_running_run(page):
-    shot(page, "monitor-running.png")
+    page.set_window_size(1100, 1750)
+    try:
+        shot(page, "monitor-running.png")
+    finally:
+        page.set_window_size(1100, 900)
 
 
 def test_page_shows_the_failed_state(page, box):
@@ -149,6 +242,11 @@ def test_page_shows_the_failed_state(page, box):
     assert text(page, "unit-detail").startswith("failed/failed/exit-code, exit 1")
     assert text(page, "eta") == "\u2013"
     shot(page, "monitor-failed.png")
+    # the run has ended: the curve's last point is the log's last logged loss
+    logged = last_logged_loss(box)
+    assert logged is not None
+    wait_for(page, lambda: (chart(page, "loss")["last_step"], chart(page, "loss")["last_value"]) == logged,
+             f"the loss curve does not end at the last logged loss {logged}")
     # the state the page shows is the supervisor's record of the run's end
     ended = json.loads(box.file(f"{SERVICES}/specdec-train-{RUN}.service/exit.json").content_string)
     assert ended["exit_code"] == 1 and ended["signal"] is None

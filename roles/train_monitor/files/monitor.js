@@ -166,6 +166,7 @@
       tile.dataset.gpu = String(g.index);
       tile.dataset.util = String(g.util);
       tile.dataset.power = String(g.power);
+      tile.dataset.idleSeconds = String(g.idle_seconds);
       const head = document.createElement('div');
       head.className = 'gpu-head';
       head.textContent = 'GPU ' + g.index + (g.name ? ' \u00b7 ' + g.name : '');

@@ -75,7 +75,7 @@ UNIT_PROPERTIES = ('LoadState', 'ActiveState', 'SubState', 'Result', 'ExecMainSt
 READ_LIMIT_BYTES = 1024 * 1024
 CHUNK_BYTES = 256 * 1024
 # The most one history request or event reads of the log into the index, and the most points one answer carries.
-INDEX_READ_BYTES = 4 * 1024 * 1024
+INDEX_READ_BYTES = 1024 * 1024
 HISTORY_POINTS = 100000
 # The GPU samples the monitor keeps in the run folder (JSON lines; halved to its newer part when it grows past the
 # bound), the seconds between samples, and the samples per GPU the page's sparklines show.
