@@ -25,7 +25,9 @@ description:
   - A file already collected with the same content is left alone, so collecting again changes nothing.
   - A collected file whose content differs on the host (a stage run again there) is replaced, and the collected one is
     kept as evidence under C(<campaign>/.collect/superseded/<UTC time>/); a warning names that folder. Nothing is lost.
-  - A collected file that the host no longer has is kept and listed in RV(only_on_controller).
+  - A collected file that the host no longer has (a rerun there moved it to the stage's C(attempt-<n>/), or it was
+    removed) moves to the same evidence folder and is listed in RV(only_on_controller): the campaign folder holds what
+    the host holds, so a report never reads a result the host has set aside. Nothing is lost.
   - The last manifest is kept as C(<campaign>/.collect/manifest.json).
   - In check mode the manifest is compared with what is collected and what would change is reported; nothing is written.
 author:
@@ -89,7 +91,7 @@ superseded:
   elements: str
   sample: [tp1-dflash-n16/status.json]
 superseded_dir:
-  description: Where this run kept the superseded copies; null when none.
+  description: Where this run kept the superseded copies and the files the host no longer has; null when none.
   returned: success
   type: str
   sample: /work/results/ct200/qwen36-ct200/.collect/superseded/20261202T150000Z
@@ -100,7 +102,7 @@ unchanged:
   elements: str
   sample: [campaign.json]
 only_on_controller:
-  description: Collected files the host no longer has (kept).
+  description: Collected files the host no longer has (moved to the evidence folder, RV(superseded_dir)).
   returned: success
   type: list
   elements: str

@@ -10,7 +10,9 @@ Controller side, used by the specdec.bench.results_unpack action. The rules:
 - A file already collected with the same content is left alone (a rerun changes nothing).
 - A file whose content differs (a stage rerun on the host) replaces the collected one, and the collected one is
   kept as evidence under <campaign>/.collect/superseded/<UTC time>/<path>: nothing is silently clobbered.
-- A collected file that the host no longer has is kept, and reported.
+- A collected file that the host no longer has (moved to a stage's attempt-<n>/ by a rerun there, or removed) moves to
+  the same evidence folder, and is reported: the campaign folder holds what the host holds, so the report never reads
+  a result the host has set aside, and nothing is lost.
 - A member's bytes are counted while they are read: one larger than the manifest says is refused without reading on.
 - The destination is checked before anything moves: a symbolic link anywhere below dest (host, campaign, stage folder,
   file) is refused, and so is a file where a folder is needed or a folder where a file is. The archive is extracted
@@ -269,13 +271,15 @@ def unpack(archive, manifest, campaign_dir, stamp, source=None, check=False, roo
 
 
 def _merge(entries, campaign_dir, staged_dir, stamp, source, result):
-    """Move the verified files into an existing campaign folder, the superseded ones to evidence; undone on failure."""
+    """Move the verified files into an existing campaign folder, the superseded ones and those the host no longer has
+    to evidence; undone on failure."""
     merge = _Merge()
     try:
-        if result['superseded']:
+        aside = result['superseded'] + result['only_on_controller']
+        if aside:
             evidence = _unique_dir(os.path.join(campaign_dir, META_DIR, SUPERSEDED_DIR), stamp)
             result['superseded_dir'] = evidence
-            for path in result['superseded']:
+            for path in aside:
                 merge.move(os.path.join(campaign_dir, *path.split('/')), os.path.join(evidence, *path.split('/')))
         for path in result['added'] + result['superseded']:
             merge.move(os.path.join(staged_dir, *path.split('/')), os.path.join(campaign_dir, *path.split('/')))

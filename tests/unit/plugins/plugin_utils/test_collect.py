@@ -97,13 +97,21 @@ def test_a_changed_file_replaces_the_collected_one_which_is_kept_as_evidence(hos
     assert (evidence.parent / '20261202T150500Z-2' / 'tp1-ddtree-b32-k4' / 'status.json').read_text() == '{"status": "ok"}\n'
 
 
-def test_a_file_gone_from_the_host_is_kept_on_the_controller(host_dir, tmp_path):
+def test_a_file_gone_from_the_host_is_set_aside_on_the_controller(host_dir, tmp_path):
+    # a rerun on the host moved a stage's earlier files to attempt-<n>/: the collected folder follows, so the report
+    # never reads a result the host set aside, and the controller's copy is kept as evidence
     dest = controller(tmp_path)
     unpack(*pack(host_dir, tmp_path), str(dest), 't1')
-    (host_dir / 'c' / 'tp1-autoregressive' / 'raw-random-t0-c1.jsonl').unlink()
+    gone = 'tp1-autoregressive/raw-random-t0-c1.jsonl'
+    (host_dir / 'c' / gone).unlink()
     result = unpack(*pack(host_dir, tmp_path), str(dest), 't2')
-    assert result['only_on_controller'] == ['tp1-autoregressive/raw-random-t0-c1.jsonl']
-    assert collected(dest) == FILES
+    assert result['only_on_controller'] == [gone]
+    assert result['superseded_dir'] == str(dest / '.collect' / 'superseded' / 't2')
+    assert (dest / '.collect' / 'superseded' / 't2' / gone).read_text() == FILES[gone]
+    assert collected(dest) == {path: text for path, text in FILES.items() if path != gone}
+    # collecting again changes nothing
+    again = unpack(*pack(host_dir, tmp_path), str(dest), 't3')
+    assert again['only_on_controller'] == [] and again['superseded_dir'] is None
 
 
 def tampered(archive, name, data):
