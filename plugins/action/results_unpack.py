@@ -62,7 +62,8 @@ class ActionModule(ActionBase):
             if remove_archive and archive and not check and os.path.exists(archive):
                 os.unlink(archive)
         result.update(merged)
-        result.update(changed=bool(merged['added'] or merged['superseded']), campaign_dir=campaign_dir,
+        moved = merged['added'] or merged['superseded'] or merged['only_on_controller']
+        result.update(changed=bool(moved), campaign_dir=campaign_dir,
                       files=len(merged['added']) + len(merged['superseded']) + len(merged['unchanged']))
         if merged['superseded']:
             self._display.warning('%s: %d collected file(s) differ on the host; the collected ones are kept in %s' % (
