@@ -26,8 +26,8 @@ description:
   - A collected file whose content differs on the host (a stage run again there) is replaced, and the collected one is
     kept as evidence under C(<campaign>/.collect/superseded/<UTC time>/); a warning names that folder. Nothing is lost.
   - A collected file that the host no longer has (a rerun there moved it to the stage's C(attempt-<n>/), or it was
-    removed) moves to the same evidence folder and is listed in RV(only_on_controller): the campaign folder holds what
-    the host holds, so a report never reads a result the host has set aside. Nothing is lost.
+    removed) moves to the same evidence folder and is listed in RV(only_on_controller); so the campaign folder holds
+    what the host holds, and a report never reads a result the host has set aside. Nothing is lost.
   - The last manifest is kept as C(<campaign>/.collect/manifest.json).
   - In check mode the manifest is compared with what is collected and what would change is reported; nothing is written.
 author:

@@ -152,7 +152,7 @@ class NVMLError(Exception):
         NVML_ERROR_UNKNOWN: "Unknown Error",
     }
 
-    def __new__(typ, value):
+    def __new__(typ, value):  # pylint: disable=bad-classmethod-argument,self-cls-assignment  # nvidia-ml-py's own code
         if typ == NVMLError:
             typ = NVMLError._valClassMapping.get(value, typ)
         obj = Exception.__new__(typ)
@@ -306,6 +306,8 @@ def _cache_key():
     """What the cached figures depend on besides the time: another layout or state is another host."""
     env = _environ()
     return (_layout_path(), env.get("SIM_GPU_STATE_DIR"), env.get("SIM_PROC_ROOT"))
+
+
 _values_cache = {}
 
 

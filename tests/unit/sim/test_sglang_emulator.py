@@ -416,7 +416,7 @@ def test_the_emulator_publishes_its_load_while_serving_and_idles_between_request
     writes_before = path.stat().st_mtime_ns
     results = []
     body = {"text": "power", "sampling_params": {"max_new_tokens": 4000, "ignore_eos": True}}
-    workers = [threading.Thread(target=lambda: results.append(emu.post("/generate", body)[0])) for _ in range(4)]
+    workers = [threading.Thread(target=lambda: results.append(emu.post("/generate", body)[0])) for _worker in range(4)]
     for worker in workers:
         worker.start()
     busy = wait_until(load_now, "a load while the requests run")

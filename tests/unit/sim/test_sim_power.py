@@ -180,7 +180,7 @@ def test_lms_100_prints_a_line_every_100_ms_until_killed(host):
     proc = subprocess.Popen([sys.executable, str(SMI), "--query-gpu=timestamp,index,power.draw.instant",
                              "--format=csv", "-lms", "100", "-i", "0"], env=host, stdout=subprocess.PIPE, text=True)
     try:
-        lines = [proc.stdout.readline() for _ in range(11)]
+        lines = [proc.stdout.readline() for _line in range(11)]
         assert proc.poll() is None
     finally:
         proc.send_signal(signal.SIGTERM)

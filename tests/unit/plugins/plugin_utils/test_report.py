@@ -301,7 +301,8 @@ def test_without_matplotlib_everything_but_the_plots_is_written(campaign, tmp_pa
     monkeypatch.setitem(sys.modules, 'matplotlib', None)
     made = generate(str(campaign['root']), 'qwen', str(tmp_path), synth.LAYOUT)
     assert 'matplotlib is not importable' in made['plots_skipped']
-    assert sorted(p.name for p in tmp_path.iterdir()) == ['report.md', 'report.tex', 'results-categories.csv', 'results-repeats.csv', 'results.csv', 'results.json']
+    assert sorted(p.name for p in tmp_path.iterdir()) == ['report.md', 'report.tex', 'results-categories.csv', 'results-repeats.csv',
+                                                          'results.csv', 'results.json']
 
 
 @pytest.mark.parametrize(('kwargs', 'message'), [

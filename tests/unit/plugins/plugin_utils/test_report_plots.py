@@ -85,6 +85,6 @@ def test_papers_figures_without_repeats_have_no_whiskers():
     for row in report['rows']:
         row.update(speedup_ci_low=None, speedup_ci_high=None, accept_length_ci_low=None, accept_length_ci_high=None)
     per_dataset, budget = [spec for _name, _key, spec in report_plots.paper_figures(report)]
-    assert report_plots._whiskers([value for value in per_dataset['panels'][0]['bars'][1][1]]) is None  # pylint: disable=protected-access
+    assert report_plots._whiskers(list(per_dataset['panels'][0]['bars'][1][1])) is None  # pylint: disable=protected-access
     assert report_plots._whiskers([(s, lo, hi) for _b, s, lo, hi in budget['lines'][0][1]]) is None  # pylint: disable=protected-access
     assert report_plots._draw(per_dataset)[:4] == b'\x89PNG'  # pylint: disable=protected-access
