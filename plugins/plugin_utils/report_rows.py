@@ -433,7 +433,8 @@ def add_speedup(rows, baseline_method=BASELINE_METHOD, samples=None):
         if len(candidates) == 1:
             row['speedup'] = row['output_throughput'] / candidates[0]['output_throughput']
             row['baseline_stage'] = candidates[0]['stage']
-            if len(values(row)) > 1:
+            # the baseline over itself is 1 by definition: no interval, no test (its repeats are not independent of it)
+            if candidates[0] is not row and len(values(row)) > 1:
                 jobs.append((row, values(row), values(candidates[0])))
     for (row, _values, _baseline), interval in zip(jobs, fiellers([job[1:] for job in jobs])):  # batched per sample size
         if interval is not None and interval['low'] is not None:
@@ -460,7 +461,8 @@ def add_energy_ratio(rows, samples=None):
         if baseline is None or not baseline.get('j_per_output_token'):
             continue
         row['energy_ratio'] = row['j_per_output_token'] / baseline['j_per_output_token']
-        jobs.append((row, samples.get(key) or [], samples.get(base_key) or []))
+        if baseline is not row:  # the baseline over itself: 1 by definition, no interval
+            jobs.append((row, samples.get(key) or [], samples.get(base_key) or []))
     for (row, _values, _baseline), interval in zip(jobs, fiellers([job[1:] for job in jobs])):  # batched per sample size
         if interval is not None and interval['low'] is not None:
             row.update(energy_ratio_ci_low=interval['low'], energy_ratio_ci_high=interval['high'])

@@ -125,6 +125,10 @@ def test_every_speedup_and_its_fieller_interval_is_recomputed(made):
     significant = 0
     for (stage, dataset, concurrency), repeats in expected.items():
         row = rows[(stage, dataset, concurrency)]
+        if stage == 'tp1-autoregressive':  # the baseline over itself: 1.0x by definition, no interval and no test
+            assert row['speedup'] == 1.0 and row['baseline_stage'] == stage
+            assert [row[key] for key in ('speedup_ci_low', 'speedup_ci_high', 'speedup_ci_method', 'speedup_significant')] == [None] * 4
+            continue
         baseline = [r['output_throughput'] for r in expected[('tp1-autoregressive', dataset, concurrency)]]
         ratio, low, high = fieller([r['output_throughput'] for r in repeats], baseline)
         assert row['speedup'] == pytest.approx(ratio, rel=1e-12) and row['baseline_stage'] == 'tp1-autoregressive'
@@ -201,6 +205,9 @@ def test_compare_tests_the_throughput_with_welch_and_the_speedups_by_their_inter
         assert row['output_throughput_significant'] == ('true' if p < 0.05 else 'false')
         assert number(row['output_throughput_ci_low_after']) == pytest.approx(report_rows[key]['output_throughput_ci_low'])
         assert (row['repeats_before'], row['repeats_after']) == ('3', '3')
+        if key[0] == 'tp1-autoregressive':  # the baseline's speedup is 1.0x on both sides, by definition: no test
+            assert row['speedup_change_significant'] == ''
+            continue
         _r, low_a, high_a = fieller(a, [r['output_throughput'] for r in after[('tp1-autoregressive',) + key[1:]]])
         _r, low_b, high_b = fieller(b, [r['output_throughput'] for r in before[('tp1-autoregressive',) + key[1:]]])
         assert row['speedup_change_significant'] == ('true' if high_a < low_b or high_b < low_a else 'false')
@@ -252,7 +259,7 @@ def test_report_md_shows_mean_and_half_interval_and_the_markers_with_their_legen
     assert '\\* noisy (CV > 0.0001%)' in md and '\\* · ' in md
     tex = (tmp_path / 'noisy' / 'report.tex').read_text()
     assert r'{\tiny$\pm$' in tex and r'$^*$: noisy (CV $>$ 0.0001\%)' in tex
-    assert noisy['report']['rows'][0]['speedup_significant'] is False  # AR against itself: 1.0x, inside its interval
+    assert noisy['report']['rows'][0]['speedup_significant'] is None  # AR against itself: 1.0x by definition, no test
     assert all('†' not in line for line in md.splitlines() if line.startswith('| AR |'))  # the baseline is never marked
 
 
