@@ -13,7 +13,8 @@ version_added: 0.4.0
 description:
   - The training monitor (C(specdec_train_monitor.py) of P(specdec.bench.train_monitor#role)) imports the collection's
     log parser C(_train_log.py), the supervisor's state reader C(_supervisor.py) and the GPU sampler
-    C(_telemetry.py) (with C(_nvml.py) and C(_nvidia_smi.py), which it imports) as plain modules from its own folder. This module writes their source into O(dest), exactly as the collection holds them.
+    C(_telemetry.py) (with C(_nvml.py) and C(_nvidia_smi.py), which it imports) as plain modules from its own
+    folder. This module writes their source into O(dest), exactly as the collection holds them.
   - The sources travel inside this module's own payload (Ansible ships the module_utils a module imports), so no role
     reads collection files by path and the result does not depend on where the collection is installed.
   - A file is written only when its content differs; C(changed) is true when a file was (or, in check mode, would be)

@@ -206,7 +206,8 @@ class GpuWatch:
                 else:
                     _name, nvml = telemetry.load_nvml(backend)
                     reader = telemetry.NvmlReader(nvml, uuids)
-            except Exception as error:  # pylint: disable=broad-except  (NVMLError subclasses, OSError, ValueError)
+            # NVMLError's subclasses (not importable beforehand), OSError, ValueError: the next backend
+            except Exception as error:  # pylint: disable=broad-except
                 tried.append('%s: %s' % (backend, error))
                 continue
             self.backend = backend

@@ -48,6 +48,10 @@ def history(service, since=0, of=None):
     return json.loads(body)
 
 
+def answer_if(answer, condition):
+    return answer if condition(answer) else None
+
+
 # --- the index
 
 
@@ -81,8 +85,8 @@ def test_history_is_served_incrementally(service):
     assert first['from'] == 0 and first['complete'] and first['names'] == ['loss', 'lr']
     assert first['series'] == {'loss': [[10, 3.5], [20, 3.1]], 'lr': [[10, 0.001], [20, 0.0009]]}
     service.write('{"step": 30, "total_steps": 100, "loss": 2.9, "time": 120}\n')
-    later = wait_until(lambda: (lambda answer: answer if answer['next'] > first['next'] else None)(
-        history(service, first['next'], first['id'])), 'no new point')
+    later = wait_until(lambda: answer_if(history(service, first['next'], first['id']),
+                                         lambda answer: answer['next'] > first['next']), 'no new point')
     assert later['from'] == first['next'] and later['series'] == {'loss': [[30, 2.9]]} and later['id'] == first['id']
 
 
@@ -111,8 +115,8 @@ def test_a_big_log_is_indexed_a_bounded_part_per_request(tmp_path):
 def test_a_new_log_starts_the_history_over(service):
     first = history(service)
     service.write('{"step": 3, "total_steps": 50, "loss": 9.0}\n', mode='w')
-    again = wait_until(lambda: (lambda answer: answer if answer['id'] != first['id'] else None)(
-        history(service, first['next'], first['id'])), 'the new log has the old id')
+    again = wait_until(lambda: answer_if(history(service, first['next'], first['id']),
+                                         lambda answer: answer['id'] != first['id']), 'the new log has the old id')
     assert again['from'] == 0 and again['series'] == {'loss': [[3, 9.0]]}
 
 
@@ -199,4 +203,3 @@ def test_the_gpu_sampler_loads_on_a_bare_python(tmp_path):
     done = subprocess.run([sys.executable, '-I', '-S', '-c', 'import sys; sys.path.insert(0, %r); %s' % (str(install), code)],
                           capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 0 and 'nvidia-smi' in done.stdout, done.stderr
-
