@@ -195,15 +195,16 @@ def test_gpu_tiles_show_the_simulated_load(page):
     wait_for(page, lambda: len(gpu_tiles(page)) == 4, "the run's four GPUs are not shown")
     assert sorted(tile["gpu"] for tile in gpu_tiles(page)) == ["0", "1", "2", "3"]
     wait_for(page, lambda: all(tile["power"] > 0 for tile in gpu_tiles(page)), "a GPU shows no power")
-    # the trainer's GPUs draw far above the A100s' idle 33-38 W while it trains (the simulated power model), and
-    # hold the 30000 MiB its SIM_GPU_MEMORY_MIB claims; the fake GPUs' utilization stays their idle value, shown as is
-    wait_for(page, lambda: all(tile["power"] > 100 for tile in gpu_tiles(page) if tile["gpu"] in ("2", "3")),
+    # the trainer's GPUs draw far above the A100s' idle 33-38 W while it trains (the simulated power model), run
+    # kernels all the time (utilization from that load), and hold the 30000 MiB its SIM_GPU_MEMORY_MIB claims
+    wait_for(page, lambda: all(tile["power"] > 100 and tile["util"] > 50 and not tile["idle"]
+                               for tile in gpu_tiles(page) if tile["gpu"] in ("2", "3")),
              "the trainer's GPUs do not show its load")
     wait_for(page, lambda: all(tile["spark"] >= 3 for tile in gpu_tiles(page)), "no sparkline history")
     tiles = gpu_tiles(page)
     assert all(re.search(r"\d+ W", tile["text"]) and re.search(r"\d+ %", tile["text"]) for tile in tiles)
     # a GPU at 0% for train_monitor_idle_gpu_seconds (5 here) is highlighted, one busy or idle for less is not
-    wait_for(page, lambda: any(tile["idle"] for tile in gpu_tiles(page)), "no idle GPU is highlighted")
+    # (the trainer's GPUs going idle when the run ends: test_page_shows_the_failed_state)
     for tile in gpu_tiles(page):
         assert (tile["util"] == 0 and tile["idle_seconds"] >= 4.9) if tile["idle"] else tile["idle_seconds"] < 5.1, tile
         assert ("idle for" in tile["text"]) == tile["idle"]
@@ -247,6 +248,12 @@ def test_page_shows_the_failed_state(page, box):
     assert logged is not None
     wait_for(page, lambda: (chart(page, "loss")["last_step"], chart(page, "loss")["last_value"]) == logged,
              f"the loss curve does not end at the last logged loss {logged}")
+    # the trainer's GPUs stop drawing when it exits: at 0% for train_monitor_idle_gpu_seconds (5) they are highlighted
+    wait_for(page, lambda: all(tile["idle"] and tile["util"] == 0 and "idle for" in tile["text"]
+                               for tile in gpu_tiles(page) if tile["gpu"] in ("2", "3")),
+             "the ended run's idle GPUs are not highlighted")
+    for tile in gpu_tiles(page):
+        assert (tile["util"] == 0 and tile["idle_seconds"] >= 4.9) if tile["idle"] else tile["idle_seconds"] < 5.1, tile
     # the state the page shows is the supervisor's record of the run's end
     ended = json.loads(box.file(f"{SERVICES}/specdec-train-{RUN}.service/exit.json").content_string)
     assert ended["exit_code"] == 1 and ended["signal"] is None

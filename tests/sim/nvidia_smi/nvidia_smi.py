@@ -552,6 +552,9 @@ def gpu_values(gpu, layout, claims, now, power=None):
     return v
 
 
+UTILIZATION_FULL_LOAD = 0.3  # the power load from which utilization.gpu reads 100%
+
+
 def apply_power(v, power):
     """The power fields from a Reading (those the GPU reports at all), and what follows from the load."""
     for name, watts in (("power.draw", power.average_w), ("power.draw.average", power.average_w),
@@ -560,6 +563,11 @@ def apply_power(v, power):
             v[name] = round(watts, 2)
     if isinstance(v["temperature.gpu"], (int, float)):
         v["temperature.gpu"] = int(round(v["temperature.gpu"] + 30 * power.load))
+    # utilization.gpu is the share of time a kernel ran: a GPU drawing a third of its range or more (batch-1 decode
+    # draws 0.31) ran kernels all the time; a process that publishes a load without a claim's utilization (the
+    # simulated trainer) shows busy too
+    if power.load > 0 and isinstance(v["utilization.gpu"], (int, float)):
+        v["utilization.gpu"] = max(v["utilization.gpu"], int(round(100 * min(1.0, power.load / UTILIZATION_FULL_LOAD))))
     if power.load > 0 and v["clocks_event_reasons.gpu_idle"] == "Active":
         v["clocks_event_reasons.gpu_idle"] = "Not Active"
         v["clocks_event_reasons.active"] = "0x0000000000000000"

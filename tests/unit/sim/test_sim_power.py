@@ -269,7 +269,14 @@ def test_pynvml_matches_nvidia_smi(host):
     assert memory.used == CT200["gpu_defaults"]["memory.reserved"] * 2 ** 20
     memory = nvml.nvmlDeviceGetMemoryInfo(handle, version=nvml.nvmlMemory_v2)
     assert (memory.used, memory.reserved) == (0, CT200["gpu_defaults"]["memory.reserved"] * 2 ** 20)
-    assert nvml.nvmlDeviceGetUtilizationRates(handle).gpu == 0
+    assert nvml.nvmlDeviceGetUtilizationRates(handle).gpu == 100  # a load of 0.4 (over a third): kernels all the time
+    publish(host, 0.15)  # half of that third: 50%, by both tools (the fake NVML's figures are cached for 50 ms)
+    assert smi(host, "--query-gpu=utilization.gpu", "--format=csv,noheader,nounits", "-i", "0").strip() == "50"
+    deadline = time.monotonic() + DEADLINE_S
+    while nvml.nvmlDeviceGetUtilizationRates(handle).gpu != 50 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert nvml.nvmlDeviceGetUtilizationRates(handle).gpu == 50
+    publish(host, 0.4)
     assert nvml.nvmlDeviceGetClockInfo(handle, nvml.NVML_CLOCK_SM) == CT200["gpu_defaults"]["clocks.current.sm"]
     assert nvml.nvmlDeviceGetClockInfo(handle, nvml.NVML_CLOCK_MEM) == CT200["gpu_defaults"]["clocks.current.memory"]
     assert nvml.nvmlDeviceGetTemperature(handle, nvml.NVML_TEMPERATURE_GPU) > CT200["gpus"][0]["temperature.gpu"]
