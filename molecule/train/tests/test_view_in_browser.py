@@ -222,6 +222,24 @@ def test_a_reload_shows_the_whole_history(page):
              "the reload lost the GPUs' history")
 
 
+def test_a_restart_of_the_monitor_keeps_the_whole_history(page, host):
+    # the history comes from the run folder (the log and the monitor's GPU history file), not the service's memory:
+    # stopped and started again, the monitor serves all of it at once to a reloaded page
+    wait_for(page, lambda: min(tile["spark"] for tile in gpu_tiles(page)) >= 20, "too little GPU history to compare")
+    before = chart(page, "loss")
+    sparks = min(tile["spark"] for tile in gpu_tiles(page))
+    for state in ("stopped", "started"):
+        done = host.ansible("specdec.bench.service", f"name=specdec-train-monitor.service backend=supervisor "
+                            f"state={state} state_dir={SERVICES}", check=False)
+        assert not done.get("failed") and (done["service"]["state"] == "running") == (state == "started"), done
+    page.refresh()
+    # within 10 s: far fewer new samples (1 a second) than the history held, so what is shown was read back
+    WebDriverWait(page, 10, poll_frequency=0.2).until(
+        lambda _driver: (chart(page, "loss") or {}).get("points", 0) >= before["points"]
+        and len(gpu_tiles(page)) == 4 and min(tile["spark"] for tile in gpu_tiles(page)) >= min(sparks, 100) - 2,
+        "the restarted monitor lost the history")
+
+
 def test_page_loads_nothing_from_elsewhere(page, url):
     resources = page.execute_script("return performance.getEntriesByType('resource').map(e => e.name)")
     assert resources and all(name.startswith(url) for name in resources)
