@@ -152,9 +152,9 @@ class NVMLError(Exception):
         NVML_ERROR_UNKNOWN: "Unknown Error",
     }
 
-    def __new__(typ, value):  # pylint: disable=bad-classmethod-argument,self-cls-assignment  # nvidia-ml-py's own code
+    def __new__(typ, value):  # pylint: disable=bad-classmethod-argument  # nvidia-ml-py's own code
         if typ == NVMLError:
-            typ = NVMLError._valClassMapping.get(value, typ)
+            typ = NVMLError._valClassMapping.get(value, typ)  # pylint: disable=self-cls-assignment
         obj = Exception.__new__(typ)
         obj.value = value
         return obj
