@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from simtools import DEADLINE_S, cmdline, wait_until
+
 REPO = Path(__file__).resolve().parents[3]
 SMI = REPO / "tests" / "sim" / "nvidia_smi" / "nvidia_smi.py"
 LAYOUTS = REPO / "tests" / "sim" / "layouts"
@@ -30,7 +32,6 @@ FIXTURE_FIELDS = (
     "serial,vbios_version,display_mode,compute_mode"
 )
 APPS_FIELDS = "pid,process_name,gpu_uuid,gpu_bus_id,used_memory"
-DEADLINE_S = 10.0
 
 
 # --------------------------------------------------------------------------------------------
@@ -55,24 +56,6 @@ def help_field_names(name):
             names = re.findall(r'"([^"]+)"', line)
             out.append((names[0], names[1:]))
     return out
-
-
-def wait_until(predicate, what, timeout=DEADLINE_S, interval=0.005):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail("timed out waiting for " + what)
-        time.sleep(interval)
-
-
-def cmdline(pid):
-    try:
-        return Path("/proc/%d/cmdline" % pid).read_bytes().split(b"\0")
-    except OSError:
-        return []
 
 
 def wait_for_exec(pid, argv0):

@@ -11,7 +11,6 @@ claiming GPUs: once with backend=nvml through the fake pynvml, once with backend
 Everything else, processes and their used memory included, is equal on a real host too (nvidia-smi reads NVML).
 """
 
-import importlib.util
 import inspect
 import json
 import os
@@ -19,7 +18,6 @@ import re
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -29,43 +27,17 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.specdec.bench.plugins.module_utils import _gpu_probe, _nvidia_smi
 from ansible_collections.specdec.bench.plugins.modules import gpu_facts
 
+from simtools import DEADLINE_S, cmdline, load_module, wait_until
+
 REPO = Path(__file__).resolve().parents[3]
 SMI = REPO / "tests" / "sim" / "nvidia_smi" / "nvidia_smi.py"
 PYNVML = REPO / "tests" / "sim" / "pynvml" / "pynvml.py"
 LAYOUTS = REPO / "tests" / "sim" / "layouts"
-DEADLINE_S = 10.0
 MIB = 1024 * 1024
 POWER_RESOLUTION_W = 0.005
 
 
-def load_fake_pynvml():
-    """The fake pynvml as its own module object (a real nvidia-ml-py elsewhere on the path stays untouched)."""
-    spec = importlib.util.spec_from_file_location("sim_pynvml_probe", str(PYNVML))
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["sim_pynvml_probe"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-nvml = load_fake_pynvml()
-
-
-def wait_until(predicate, what, timeout=DEADLINE_S, interval=0.005):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail("timed out waiting for " + what)
-        time.sleep(interval)
-
-
-def cmdline(pid):
-    try:
-        return Path("/proc/%d/cmdline" % pid).read_bytes().split(b"\0")
-    except OSError:
-        return []
+nvml = load_module("sim_pynvml_probe", PYNVML)
 
 
 def clean_env():

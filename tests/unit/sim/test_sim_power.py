@@ -7,7 +7,6 @@ power.draw is a 1-second average that lags a load step, the energy counter is mo
 integrated over time gives the counter's energy.
 """
 
-import importlib.util
 import json
 import os
 import signal
@@ -19,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from simtools import DEADLINE_S, load_module, wait_until
+
 REPO = Path(__file__).resolve().parents[3]
 SMI_DIR = REPO / "tests" / "sim" / "nvidia_smi"
 SMI = SMI_DIR / "nvidia_smi.py"
@@ -28,34 +29,13 @@ sys.path.insert(0, str(SMI_DIR))
 
 import sim_gpu_power as power  # noqa: E402
 
-DEADLINE_S = 10.0
 CT200 = json.loads((LAYOUTS / "ct200.json").read_text())
 GPU0 = CT200["gpus"][0]["uuid"]
 IDLE0 = CT200["gpus"][0]["power.draw"]
 PEAK = CT200["gpu_defaults"]["power.limit"] * power.PEAK_SHARE
 
 
-def load_fake_pynvml():
-    """The fake pynvml as its own module object (a real nvidia-ml-py elsewhere on the path stays untouched)."""
-    spec = importlib.util.spec_from_file_location("sim_pynvml", str(PYNVML))
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["sim_pynvml"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-nvml = load_fake_pynvml()
-
-
-def wait_until(predicate, what, timeout=DEADLINE_S, interval=0.005):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail("timed out waiting for " + what)
-        time.sleep(interval)
+nvml = load_module("sim_pynvml", PYNVML)
 
 
 @pytest.fixture

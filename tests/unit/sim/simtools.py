@@ -1,0 +1,41 @@
+"""What the simulated-host tests share: waiting on a condition with a deadline, a process's argv, and a fake tool's
+Python file loaded as a module of its own."""
+
+import importlib.util
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+DEADLINE_S = 10.0
+
+
+def wait_until(predicate, what, timeout=DEADLINE_S, interval=0.005):
+    """predicate()'s first true value, polled until timeout seconds have passed; the test fails naming what."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            pytest.fail("timed out waiting for " + what)
+        time.sleep(interval)
+
+
+def cmdline(pid):
+    """The argv of a live process, [] once it is gone."""
+    try:
+        return Path("/proc/%d/cmdline" % pid).read_bytes().split(b"\0")
+    except OSError:
+        return []
+
+
+def load_module(name, path):
+    """path's module under name (a real module of the same file name elsewhere on the path stays untouched); each
+    name is a module object of its own, with its own state."""
+    spec = importlib.util.spec_from_file_location(name, str(path))
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
