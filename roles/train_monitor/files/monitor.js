@@ -1,5 +1,7 @@
 // The training monitor's page: live from /api/events (server-sent events), polling /api/status when they fail.
 // Log text and every value from the server reach the page through textContent only, never as markup.
+// The latest evaluation (the run folder's evaluation.json) comes as `evaluation` events on the same stream, sent when
+// the file changes, or from api/evaluation with each poll.
 // Curves: every metric of the log against its step, as inline SVG built here, raw and smoothed (an exponential
 // moving average with weight SMOOTHING, debiased as TensorBoard's smoothing is), from the server's index of the
 // log's points: `history` events bring the points this page has not seen (its cursor), so a reload gets them all.
@@ -193,6 +195,108 @@
     box.replaceChildren(...tiles);
   }
 
+  // --- the latest evaluation (<run>/evaluation.json, written by playbooks/evaluate.yml): untrusted JSON, every value
+  // reaches the page as text; fields of the wrong type show as '–'.
+
+  const EVALUATION_ROWS = 200, EVALUATION_SETS = 12;
+  const object = (value) => (value && typeof value === 'object' && !Array.isArray(value) ? value : {});
+  const finite = (value) => typeof value === 'number' && isFinite(value);
+  const words = (value) => (typeof value === 'string' || finite(value) ? String(value) : null);
+  const fixed = (value, digits) => (finite(value) ? value.toFixed(digits) : null);
+
+  function speedupText(entry) {
+    const speedup = fixed(entry.speedup, 2);
+    if (speedup === null) return null;
+    const low = fixed(entry.speedup_ci_low, 2), high = fixed(entry.speedup_ci_high, 2);
+    return speedup + '\u00d7' + (low !== null && high !== null ? ' [' + low + '\u2013' + high + ']' : '');
+  }
+
+  function configOf(entry) {
+    return [words(entry.host), finite(entry.tp) ? 'tp' + entry.tp : words(entry.tp), words(entry.method), words(entry.setting)]
+      .filter((part) => part !== null).join(' ');
+  }
+
+  function cell(row, value, header) {
+    const node = document.createElement(header ? 'th' : 'td');
+    node.textContent = value === null || value === undefined || value === '' ? '\u2013' : String(value);
+    row.append(node);
+    return node;
+  }
+
+  function evaluationTable(summary, best) {
+    const checkpoints = (Array.isArray(summary.checkpoints) ? summary.checkpoints : []).map(object);
+    const sets = [];
+    checkpoints.forEach((entry) => Object.keys(object(entry.datasets)).forEach((name) => { if (!sets.includes(name)) sets.push(name); }));
+    sets.sort();
+    const shownSets = sets.slice(0, EVALUATION_SETS);
+    const configs = new Set(checkpoints.map(configOf));
+    const head = document.createElement('thead');
+    const titles = head.insertRow();
+    ['step'].concat(configs.size > 1 ? ['config'] : [], shownSets, ['overall']).forEach((title) => cell(titles, title, true));
+    const body = document.createElement('tbody');
+    const sorted = checkpoints.slice().sort((a, b) => (finite(a.step) ? a.step : Infinity) - (finite(b.step) ? b.step : Infinity));
+    sorted.slice(0, EVALUATION_ROWS).forEach((entry) => {
+      const row = body.insertRow();
+      const isBest = entry.step === best.step && entry.name === best.name && configOf(entry) === configOf(best);
+      if (isBest) row.className = 'best';
+      row.dataset.step = String(words(entry.step));
+      const name = words(entry.name);
+      const stepCell = cell(row, words(entry.step));
+      if (name !== null) stepCell.setAttribute('title', name);
+      if (configs.size > 1) cell(row, configOf(entry));
+      shownSets.forEach((set) => {
+        const measured = object(object(entry.datasets)[set]);
+        const speedup = fixed(measured.speedup, 2), tau = fixed(measured.tau, 2);
+        const shown = (speedup === null ? '\u2013' : speedup + '\u00d7') + ' / ' + (tau === null ? '\u2013' : tau);
+        cell(row, speedup === null && tau === null ? null : shown);
+      });
+      cell(row, finite(entry.overall_speedup) ? entry.overall_speedup.toFixed(2) + '\u00d7' : null);
+    });
+    const table = $('evaluation-table');
+    table.replaceChild(head, table.tHead);
+    table.replaceChild(body, table.tBodies[0]);
+    const more = [];
+    if (sorted.length > EVALUATION_ROWS) more.push((sorted.length - EVALUATION_ROWS) + ' more checkpoints');
+    if (sets.length > EVALUATION_SETS) more.push((sets.length - EVALUATION_SETS) + ' more datasets');
+    $('evaluation-more').hidden = !more.length;
+    $('evaluation-more').textContent = more.length ? more.join(', ') + ' in evaluation.json' : '';
+  }
+
+  function renderEvaluation(answer) {
+    answer = object(answer);
+    const summary = answer.summary && typeof answer.summary === 'object' && !Array.isArray(answer.summary) ? answer.summary : null;
+    const panel = $('evaluation');
+    panel.dataset.state = summary ? 'present' : answer.error ? 'error' : 'absent';
+    $('evaluation-none').hidden = Boolean(summary || answer.error);
+    $('evaluation-error').hidden = !answer.error;
+    $('evaluation-error').textContent = answer.error ? String(answer.error) : '';
+    $('evaluation-body').hidden = !summary;
+    $('evaluation-link').hidden = !answer.present;
+    if (!summary) {
+      text('evaluation-report', '');
+      return;
+    }
+    const best = object(summary.best);
+    text('evaluation-campaign', [words(summary.campaign), words(summary.run) !== null ? 'run ' + words(summary.run) : null]
+      .filter((part) => part !== null).join(' \u00b7 '));
+    const written = finite(answer.mtime) ? new Date(answer.mtime * 1000).toLocaleString() : null;
+    text('evaluation-when', words(summary.generated) || written);
+    const step = words(best.step), config = configOf(best);
+    text('evaluation-best', words(best.name) === null ? null : words(best.name) + (step !== null ? ' (step ' + step + ')' : '') +
+      (config ? ' \u00b7 ' + config : ''));
+    text('evaluation-speedup', speedupText(best) === null ? null : speedupText(best) + (words(best.dataset) ? ' ' + words(best.dataset) : ''));
+    text('evaluation-tau', fixed(best.tau, 2));
+    evaluationTable(summary, best);
+    const report = words(summary.report);
+    $('evaluation-report').textContent = report !== null ? '\u00b7 report: ' + report + ' (in the campaign\'s report folder)' : '';
+  }
+
+  function pollEvaluation() {
+    return fetch('api/evaluation', { cache: 'no-store' })
+      .then((response) => (response.ok ? response.json() : Promise.reject(response.status)))
+      .then(renderEvaluation);
+  }
+
   function text(id, value) {
     const node = $(id);
     const shown = value === null || value === undefined || value === '' ? '\u2013' : String(value);
@@ -268,6 +372,7 @@
     fetch('api/status', { cache: 'no-store' })
       .then((response) => (response.ok ? response.json() : Promise.reject(response.status)))
       .then(render)
+      .then(pollEvaluation)
       .then(pollHistory)
       .catch(() => text('transport', 'disconnected, retrying'))
       .finally(() => { pollTimer = setTimeout(poll, POLL_MS); });
@@ -286,6 +391,7 @@
     events.onopen = () => text('transport', 'live');
     events.onmessage = (event) => render(JSON.parse(event.data));
     events.addEventListener('history', (event) => addHistory(JSON.parse(event.data)));
+    events.addEventListener('evaluation', (event) => renderEvaluation(JSON.parse(event.data)));
     events.onerror = () => {
       // The browser reconnects by itself; poll meanwhile so the page never freezes.
       if (events.readyState === EventSource.CLOSED) startPolling();

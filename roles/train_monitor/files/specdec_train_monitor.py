@@ -13,6 +13,10 @@ GET /api/events       a server-sent event with the status whenever it changes, a
                       points the page has not seen (?since=CURSOR, or the Last-Event-ID the browser sends back)
 GET /api/history      ?since=CURSOR: the metric points after the first CURSOR of the log's index, as JSON
 GET /files/           the run folder's files (top level) as JSON; GET /files/NAME one of them as text
+GET /api/evaluation   the latest evaluation of the run's checkpoints, <run-dir>/evaluation.json (playbooks/evaluate.yml
+                      copies it there): {present, error, summary (the parsed JSON, or null), mtime, bytes}; the stream of
+                      /api/events carries it as an `evaluation` event whenever it changes
+GET /evaluation.json  that file as it is (application/json), the page's link to it
 Anything else is 404; any other method (TRACE, PROPFIND, CONNECT, ... included) 405 with `Allow: GET, HEAD` and
 the same security headers. Only the run folder's own top-level regular files are served (no path traversal, no
 symlinks out), requests whose Host is not a loopback name (DNS rebinding) are refused, and the page's
@@ -31,6 +35,10 @@ and appended as the log grows: each /api/history or event reads at most INDEX_RE
 page asks again until it has caught up. The GPUs of the run (CUDA_VISIBLE_DEVICES of its unit or supervisor
 definition, or --gpu) are sampled every second by _telemetry.py's readers (NVML, else nvidia-smi); the samples are
 appended to GPU_HISTORY in the run folder (bounded to GPU_HISTORY_BYTES), so a restarted monitor shows them again.
+
+The evaluation file is untrusted input: it is read again only when its inode, size or mtime changed (one lstat per
+check), at most EVALUATION_BYTES of it, never through a symlink; a missing file is "no evaluation yet", a bad one
+(too big, not UTF-8, not JSON, not an object, a field of the wrong type) an error string the page shows, never a 500.
 """
 
 from __future__ import annotations
@@ -84,6 +92,12 @@ GPU_HISTORY_BYTES = 8 * 1024 * 1024
 GPU_INTERVAL_S = 1.0
 GPU_SPARK_SAMPLES = 120
 COLLECTION_UTILS = 'ansible_collections.specdec.bench.plugins.module_utils'
+# The summary of the latest evaluation of the run's checkpoints, in the run folder, and the most of it that is read.
+EVALUATION = 'evaluation.json'
+EVALUATION_BYTES = 1024 * 1024
+# Its top-level fields and the JSON types each may hold (absent or null: any of them may be).
+EVALUATION_FIELDS = (('campaign', str, 'a string'), ('generated', str, 'a string (UTC ISO time)'), ('run', str, 'a string'),
+                     ('best', dict, 'an object'), ('checkpoints', list, 'a list of objects'), ('report', str, 'a string'))
 
 
 def import_telemetry():
@@ -316,6 +330,115 @@ class GpuWatch:
             return {'gpus': shown, 'backend': self.backend, 'error': self.error, 'idle_threshold_s': self.idle_threshold_s}
 
 
+def _json_type(value):
+    """The JSON name of a parsed value's type, for error messages."""
+    for kind, name in ((dict, 'an object'), (list, 'a list'), (str, 'a string'), (bool, 'a boolean'),
+                       (int, 'a number'), (float, 'a number')):
+        if isinstance(value, kind):
+            return name
+    return 'null'
+
+
+def parse_evaluation(data, name=EVALUATION):
+    """(summary, error) of an evaluation file's bytes: the parsed object, or None and what is wrong with it.
+    NaN and Infinity (Python's json writes them) become null: the page's JSON.parse would refuse the whole answer."""
+    try:
+        text = data.decode('utf-8')
+    except UnicodeDecodeError as error:
+        return None, '%s is not UTF-8 text: %s' % (name, error)
+    try:
+        summary = json.loads(text, parse_constant=lambda _constant: None)
+    except ValueError as error:
+        return None, '%s is not valid JSON: %s' % (name, error)
+    except RecursionError:
+        return None, '%s is not valid JSON: nested too deeply' % name
+    if not isinstance(summary, dict):
+        return None, '%s holds %s, expected an object with %s' % (
+            name, _json_type(summary), ', '.join(field for field, _kind, _what in EVALUATION_FIELDS))
+    for field, kind, what in EVALUATION_FIELDS:
+        value = summary.get(field)
+        if value is not None and not isinstance(value, kind):
+            return None, '%s: %s is %s, expected %s or null' % (name, field, _json_type(value), what)
+    for number, entry in enumerate(summary.get('checkpoints') or ()):
+        if not isinstance(entry, dict):
+            return None, '%s: checkpoints[%d] is %s, expected an object' % (name, number, _json_type(entry))
+    return summary, None
+
+
+class Evaluation:
+    """The run folder's evaluation file, as /api/evaluation and the `evaluation` events give it.
+
+    Read again only when its inode, size, mtime or type changed (one lstat per check, shared by all clients), at most
+    `limit` bytes, never through a symlink. `version` grows with every change of the answer (the event streams compare
+    it, not the answer)."""
+
+    def __init__(self, run_dir, name=EVALUATION, limit=EVALUATION_BYTES):
+        self.name = name
+        self.path = os.path.join(run_dir, name)
+        self.limit = limit
+        self.version = 0
+        self.reads = 0  # how often the file was read (not merely checked): the cache's measure
+        self._lock = threading.Lock()
+        self._key = False  # nothing checked yet (None: checked, no file)
+        self._answer = None
+        self._raw = None
+
+    def read(self):
+        """(answer, raw, version): {present, error, summary, mtime, bytes}, the file's bytes (None when there is no
+        file or it is too big) and the answer's version, checked now and read again only if it changed."""
+        with self._lock:
+            try:
+                info = os.lstat(self.path)
+                key = (info.st_ino, info.st_size, info.st_mtime_ns, info.st_mode)
+            except FileNotFoundError:
+                info, key = None, None
+            except OSError as error:
+                info, key = None, ('lstat', str(error))
+            if key != self._key:
+                answer, self._raw, stable = self._load(info, key)
+                # a file that changed while it was read is read again at the next check
+                self._key = key if stable else ('changing', time.monotonic())
+                if answer != self._answer:
+                    self._answer = answer
+                    self.version += 1
+            return dict(self._answer), self._raw, self.version
+
+    def _load(self, info, key):
+        """(answer, raw bytes or None, whether the file was the same before and after the read)."""
+        answer = {'present': False, 'error': None, 'summary': None, 'mtime': None, 'bytes': None}
+        if key is None:
+            return answer, None, True
+        if info is None:
+            return dict(answer, error='%s cannot be read: %s' % (self.name, key[1])), None, True
+        if not stat.S_ISREG(info.st_mode):
+            what = 'a symlink' if stat.S_ISLNK(info.st_mode) else 'not a regular file'
+            return dict(answer, error='%s is %s: not read' % (self.name, what)), None, True
+        try:
+            descriptor = os.open(self.path, os.O_RDONLY | getattr(os, 'O_NOFOLLOW', 0) | getattr(os, 'O_NONBLOCK', 0))
+        except FileNotFoundError:
+            return answer, None, False
+        except OSError as error:
+            return dict(answer, error='%s cannot be read: %s' % (self.name, error.strerror or error)), None, True
+        with os.fdopen(descriptor, 'rb') as handle:
+            before = os.fstat(handle.fileno())
+            if not stat.S_ISREG(before.st_mode):
+                return dict(answer, error='%s is not a regular file: not read' % self.name), None, False
+            answer.update(present=True, mtime=before.st_mtime, bytes=before.st_size)
+            if before.st_size > self.limit:
+                return dict(answer, error='%s is %d bytes, more than the %d the monitor reads' % (
+                    self.name, before.st_size, self.limit)), None, True
+            self.reads += 1
+            data = handle.read(self.limit + 1)
+            after = os.fstat(handle.fileno())
+        stable = (before.st_ino, before.st_size, before.st_mtime_ns, before.st_mode) == key and \
+            (after.st_size, after.st_mtime_ns) == (before.st_size, before.st_mtime_ns) and len(data) == before.st_size
+        if len(data) > self.limit:
+            return dict(answer, bytes=len(data), error='%s is more than the %d bytes the monitor reads' % (
+                self.name, self.limit)), None, stable
+        summary, error = parse_evaluation(data, self.name)
+        return dict(answer, summary=summary, error=error), data, stable
+
+
 def unit_state(props):
     """The run's state from `systemctl show` properties: running, succeeded, failed, stopped, stopping, not started
     or unknown (no such unit)."""
@@ -413,6 +536,7 @@ class Monitor:
         self._index_bytes = 0
         self._index_generation = 0
         self.gpu_watch = None
+        self.evaluation = Evaluation(self.run_dir)
 
     def run_devices(self):
         """The run's GPUs: CUDA_VISIBLE_DEVICES of its supervisor definition or its unit's Environment=."""
@@ -670,6 +794,10 @@ def make_handler(monitor, interval=0.5, keepalive=15.0, stream_seconds=600.0, al
             elif path == '/api/history':
                 since, of = self._cursor(parts.query)
                 self._json(monitor.history(since, of))
+            elif path == '/api/evaluation':
+                self._json(monitor.evaluation.read()[0])
+            elif path == '/' + monitor.evaluation.name:
+                self._evaluation_file()
             elif path == '/files/':
                 self._json({'run': monitor.name, 'files': monitor.files()})
             elif path.startswith('/files/'):
@@ -696,6 +824,14 @@ def make_handler(monitor, interval=0.5, keepalive=15.0, stream_seconds=600.0, al
             self.close_connection = True
             self._error(HTTPStatus.METHOD_NOT_ALLOWED, 'read-only: only GET and HEAD',
                         {'Allow': 'GET, HEAD', 'Connection': 'close'})
+
+        def _evaluation_file(self):
+            """The evaluation file as it is (what the monitor read of it, at most its limit), for the page's link."""
+            answer, raw, _version = monitor.evaluation.read()
+            if raw is None:
+                self._error(HTTPStatus.NOT_FOUND, answer['error'] or 'no evaluation yet (playbooks/evaluate.yml writes one)')
+                return
+            self._send(200, raw, 'application/json', {'Content-Disposition': 'inline'})
 
         def _file(self, name):
             handle = monitor.open_file(name)
@@ -729,7 +865,7 @@ def make_handler(monitor, interval=0.5, keepalive=15.0, stream_seconds=600.0, al
             self.close_connection = True
             if self.command == 'HEAD':
                 return
-            last, last_write, started, sent_id = None, 0.0, time.monotonic(), None
+            last, last_write, started, sent_id, evaluation_sent = None, 0.0, time.monotonic(), None, None
             try:
                 self.wfile.write(b'retry: 2000\n\n')
                 while time.monotonic() - started < stream_seconds:
@@ -742,6 +878,12 @@ def make_handler(monitor, interval=0.5, keepalive=15.0, stream_seconds=600.0, al
                         last, last_write = payload, now
                     elif now - last_write > keepalive:
                         self.wfile.write(b': keep-alive\n\n')
+                        last_write = now
+                    # the evaluation file, checked (one lstat) each time and sent when it changed
+                    evaluation, _raw, version = monitor.evaluation.read()
+                    if version != evaluation_sent:
+                        evaluation_sent = version
+                        self.wfile.write(('event: evaluation\ndata: %s\n\n' % json.dumps(evaluation, sort_keys=True)).encode('ascii'))
                         last_write = now
                     # the points of the curves not sent yet, as long as there are some (the whole history first)
                     while True:
