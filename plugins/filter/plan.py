@@ -15,12 +15,14 @@ import fnmatch
 import itertools
 import json
 import math
+import posixpath
 import re
 import string
 import unicodedata
 from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
+from ansible_collections.specdec.bench.plugins.module_utils._checkpoint import INSTALLED_MANIFEST, select, step_of
 from ansible_collections.specdec.bench.plugins.module_utils._common import ID_PATTERN, ID_RE as _ID_RE, temperature_tag
 from ansible_collections.specdec.bench.plugins.module_utils._process import RESTORED_SERVICE
 from ansible_collections.specdec.bench.plugins.module_utils._systemd import normalize_unit_name
@@ -40,6 +42,16 @@ UNIT_PREFIX = 'specdec-'
 SPEC_KEYS = ('campaign', 'description', 'model', 'draft', 'tp', 'methods', 'workload', 'concurrency', 'repeats',
              'mem_fraction', 'min_kv_headroom_gib', 'extra_args', 'env')
 MODEL_KEYS = ('path', 'bytes')
+# draft as a sweep: a list of these, a glob on this host, or a checkpoint set of a training run on another host
+DRAFT_ENTRY_KEYS = ('path', 'bytes', 'step')
+DRAFT_GLOB_KEYS = ('glob', 'every', 'last')
+DRAFT_SET_KEYS = ('run', 'host', 'every', 'last', 'root')
+DRAFT_FORMS = ('a path or {path, bytes} (one draft); a list of paths or {path, bytes, step}, {glob, every, last}, or '
+               '{run, host, every, last, root} (a sweep of checkpoints)')
+# a checkpoint's step in stage ids and params: tp1-dflash-n16-s400
+STEP_PARAM, STEP_SHORT = 'step', 's'
+DEFAULT_CHECKPOINT_DIR = '/var/lib/specdec/checkpoints'
+DEFAULT_CHECKPOINT_MIN_FREE_GIB = 1
 TP_KEYS = ('size', 'gpus', 'id')
 # the random set's sizes: required unless workload.datasets names no random set (or gives them on its entry)
 WORKLOAD_RANDOM = ('input_len', 'output_len', 'num_prompts')
@@ -600,6 +612,200 @@ def _check_extra_args(extra_args, planned, build):
                 'flags other than %s and their aliases and abbreviations' % planned_list)
 
 
+def _size(value):
+    """Bytes for people: '256.0 KiB', '1.5 GiB'."""
+    value = float(value or 0)
+    for unit in ('B', 'KiB', 'MiB', 'GiB'):
+        if value < 1024 or unit == 'GiB':
+            return '%d B' % value if unit == 'B' else '%.1f %s' % (value, unit)
+        value /= 1024.0
+    return None  # not reached
+
+
+def _optional_positive(draft, key):
+    value = draft.get(key)
+    if value is not None and not _is_positive_int(value):
+        _fail('draft.%s' % key, 'is %r' % (value,), POSITIVE_INT + ', or left out (all)')
+    return value
+
+
+def _draft_list(entries):
+    """draft as a list: each a path or {path, bytes, step}; the step from the entry or the folder's name."""
+    if not entries:
+        _fail('draft', 'is an empty list', 'a non-empty list of paths or {%s}' % ', '.join(DRAFT_ENTRY_KEYS))
+    checked, steps, paths = [], {}, {}
+    for position, entry in enumerate(entries):
+        field = 'draft[%d]' % position
+        if isinstance(entry, str):
+            entry = {'path': entry}
+        _check_keys(entry, field, DRAFT_ENTRY_KEYS)
+        _check_path(entry.get('path'), field + '.path')
+        path = posixpath.normpath(entry['path'])
+        if entry.get('bytes') is not None and not _is_positive_int(entry['bytes']):
+            _fail(field + '.bytes', 'is %r' % (entry['bytes'],), 'a positive integer number of bytes')
+        name = posixpath.basename(path)
+        step = entry.get('step')
+        if step is None:
+            step = step_of(name)
+            if step is None or step < 1:
+                _fail(field + '.step', 'is missing and %s has no step in its name' % entry['path'],
+                      'a positive integer step, or a folder named by its step (checkpoint-4000)')
+        elif not _is_positive_int(step):
+            _fail(field + '.step', 'is %r' % (step,), 'a positive integer step')
+        if step in steps:
+            _fail(field + '.step', 'repeats step %d of draft[%d] (a duplicate stage)' % (step, steps[step]), 'distinct steps')
+        if path in paths:
+            _fail(field + '.path', 'repeats %s of draft[%d] (a duplicate stage)' % (path, paths[path]), 'distinct paths')
+        steps[step], paths[path] = position, position
+        checked.append({'name': name, 'step': step, 'path': path, 'bytes': entry.get('bytes')})
+    return {'kind': 'list', 'entries': checked}
+
+
+def _spec_draft(draft):
+    """(the one draft {path, bytes} or {}, the sweep or None) after the checks that need no host."""
+    if draft is None:
+        return {}, None
+    if isinstance(draft, str):
+        draft = {'path': draft}
+    if isinstance(draft, (list, tuple)):
+        return {}, _draft_list(draft)
+    if isinstance(draft, Mapping) and 'run' in draft:
+        _check_keys(draft, 'draft', DRAFT_SET_KEYS)
+        _check_id(draft['run'], 'draft.run')
+        host = draft.get('host')
+        if not isinstance(host, str) or not host or not _one_line(host) or host != host.strip():
+            _fail('draft.host', 'is %r' % (host,), 'the inventory name of the training host')
+        if draft.get('root') is not None:
+            _check_path(draft['root'], 'draft.root')
+        return {}, {'kind': 'set', 'run': draft['run'], 'host': host, 'root': draft.get('root'),
+                    'every': _optional_positive(draft, 'every'), 'last': _optional_positive(draft, 'last')}
+    if isinstance(draft, Mapping) and 'glob' in draft:
+        _check_keys(draft, 'draft', DRAFT_GLOB_KEYS)
+        _check_path(draft['glob'], 'draft.glob')
+        return {}, {'kind': 'glob', 'glob': draft['glob'],
+                    'every': _optional_positive(draft, 'every'), 'last': _optional_positive(draft, 'last')}
+    if isinstance(draft, Mapping) and any(key not in MODEL_KEYS for key in draft):
+        _fail('draft', 'has unknown key(s) %s' % ', '.join(sorted(str(key) for key in draft if key not in MODEL_KEYS)), DRAFT_FORMS)
+    _check_keys(draft, 'draft', MODEL_KEYS)
+    _check_path(draft.get('path'), 'draft.path')
+    if draft.get('bytes') is not None and not _is_positive_int(draft['bytes']):
+        _fail('draft.bytes', 'is %r' % (draft['bytes'],), 'a positive integer number of bytes')
+    return dict(draft), None
+
+
+def _records(records, field):
+    """Checkpoint records as specdec.bench.checkpoint_facts returns them, checked: name, step, path, bytes."""
+    allowed = 'checkpoint records as specdec.bench.checkpoint_facts returns them ({name, step, path, bytes, ...})'
+    if not isinstance(records, (list, tuple)):
+        _fail(field, 'is %r' % (records,), 'a list of ' + allowed)
+    checked = []
+    for position, record in enumerate(records):
+        where = '%s[%d]' % (field, position)
+        if not isinstance(record, Mapping):
+            _fail(where, 'is %r' % (record,), allowed)
+        name, path, size = record.get('name'), record.get('path'), record.get('bytes')
+        if not isinstance(name, str) or not _ID_RE.match(name):
+            _fail(where + '.name', 'is %r' % (name,), 'a checkpoint folder name matching %s (checkpoint-4000)' % ID_PATTERN)
+        step = record.get('step') if record.get('step') is not None else step_of(name)
+        if not _is_int(step) or step < 0:
+            _fail(where + '.step', 'is %r' % (step,), 'the training step, an integer >= 0')
+        _check_path(path, where + '.path')
+        if not _is_int(size) or size < 0:
+            _fail(where + '.bytes', 'is %r' % (size,), 'the checkpoint\'s size, an integer number of bytes >= 0')
+        installed = record.get('installed')
+        if installed is not None and not isinstance(installed, Mapping):
+            _fail(where + '.installed', 'is %r' % (installed,), 'null or the checkpoint\'s .specdec-checkpoint.json')
+        checked.append({'name': name, 'step': step, 'path': posixpath.normpath(path), 'bytes': size,
+                        'installed': dict(installed) if installed else None})
+    return checked
+
+
+def _picked_none(sweep, listed, where):
+    raise AnsibleFilterError(
+        'campaign_plan: draft: %s picked no checkpoint (%d listed %s, every %s, last %s); allowed: a set that picks at least one '
+        'checkpoint: another every or last, or a run that has written checkpoints (step 0 is not measured)' % (
+            'checkpoint set of run %s on %s' % (sweep['run'], sweep['host']) if sweep['kind'] == 'set' else 'glob %s' % sweep['glob'],
+            listed, where, sweep['every'] or 'not set', sweep['last'] or 'not set'))
+
+
+def _installed_here(record, dest, host, installed):
+    """(present, why not) for a checkpoint of a set at dest on this host: installed from that very source, or not there."""
+    found = next((item for item in installed if item['path'] == dest), None)
+    if found is None:
+        return False, None
+    manifest = found['installed'] or {}
+    if (manifest.get('source_host'), manifest.get('source_path'), manifest.get('bytes')) == (host, record['path'], record['bytes']):
+        return True, None
+    if not manifest:
+        what = 'a checkpoint folder no copy of specdec installed (no %s)' % INSTALLED_MANIFEST
+    else:
+        what = 'installed from %s:%s, %s bytes' % (manifest.get('source_host'), manifest.get('source_path'), manifest.get('bytes'))
+    return False, 'a different checkpoint is already at %s (%s; this one is %s:%s, %d bytes); it is never overwritten' % (
+        dest, what, host, record['path'], record['bytes'])
+
+
+def _sweep_checkpoints(sweep, records, installed, checkpoint_dir):
+    """[(draft_checkpoint, why the stage cannot run or None)] of a sweep, in step order."""
+    if sweep['kind'] == 'list':
+        return [(dict(entry, run=None, source_host=None, source_path=entry['path'], present=True), None)
+                for entry in sorted(sweep['entries'], key=lambda item: item['step'])]
+    what = ('checkpoint set of run %s on %s' % (sweep['run'], sweep['host']) if sweep['kind'] == 'set'
+            else 'glob %s' % sweep['glob'])
+    if records is None:
+        _fail('draft', 'is a %s, and draft_checkpoints (the checkpoints it picks from) is not given' % what,
+              'draft_checkpoints as the campaign role lists them (specdec.bench.checkpoint_facts on the %s)' % (
+                  'training host' if sweep['kind'] == 'set' else 'benchmark host'))
+    records = [record for record in _records(records, 'draft_checkpoints') if record['step'] >= 1]
+    if sweep['kind'] == 'glob':
+        matching = [record for record in records if fnmatch.fnmatchcase(record['path'], posixpath.normpath(sweep['glob']))]
+        picked = select(matching, sweep['every'], sweep['last'])
+        if not picked:
+            _picked_none(sweep, len(records), '(%d matching)' % len(matching))
+        return [({'name': record['name'], 'step': record['step'], 'run': None, 'source_host': None, 'source_path': record['path'],
+                  'path': record['path'], 'bytes': record['bytes'], 'present': True}, None) for record in picked]
+    picked = select(records, sweep['every'], sweep['last'])
+    if not picked:
+        root = sweep['root'] or (posixpath.dirname(records[0]['path']) if records else '<train_run_root>/%s/checkpoints' % sweep['run'])
+        _picked_none(sweep, len(records), 'at %s' % root)
+    here = _records(installed or [], 'installed_checkpoints')
+    result = []
+    for record in picked:
+        dest = posixpath.join(checkpoint_dir, sweep['run'], record['name'])
+        present, reason = _installed_here(record, dest, sweep['host'], here)
+        result.append(({'name': record['name'], 'step': record['step'], 'run': sweep['run'], 'source_host': sweep['host'],
+                        'source_path': record['path'], 'path': dest, 'bytes': record['bytes'], 'present': present}, reason))
+    return result
+
+
+def _check_disk(stages, checkpoint_dir, free_bytes, min_free_gib):
+    """The checkpoints the feasible stages still need copied fit at checkpoint_dir, keeping min_free_gib free."""
+    if free_bytes is None:
+        return
+    needed = {}
+    for stage in stages:
+        checkpoint = stage.get('draft_checkpoint')
+        if stage['feasible'] and checkpoint and not checkpoint['present']:
+            needed.setdefault(checkpoint['path'], checkpoint)
+    total = sum(checkpoint['bytes'] for checkpoint in needed.values())
+    if needed and total > free_bytes - min_free_gib * GIB:
+        names = [checkpoint['name'] for checkpoint in sorted(needed.values(), key=lambda item: item['step'])]
+        raise AnsibleFilterError(
+            'campaign_plan: draft: the %d %s to copy (%s) %s %s and %s has %s free, keeping checkpoint_min_free_gib %s; '
+            'allowed: more free space, or fewer checkpoints (draft.every, draft.last)' % (
+                len(names), 'checkpoint' if len(names) == 1 else 'checkpoints', ', '.join(names[:5]) + (', ...' if len(names) > 5 else ''),
+                'takes' if len(names) == 1 else 'take', _size(total), checkpoint_dir,
+                _size(max(free_bytes, 0)), min_free_gib))
+
+
+def _check_checkpoint_options(checkpoint_dir, free_bytes, min_free_gib):
+    _check_path(checkpoint_dir, 'checkpoint_dir')
+    if free_bytes is not None and (not _is_int(free_bytes) or free_bytes < 0):
+        _fail('checkpoint_free_bytes', 'is %r' % (free_bytes,), 'the free bytes at checkpoint_dir, an integer >= 0, or null (not checked)')
+    if not _is_number(min_free_gib) or min_free_gib < 0:
+        _fail('checkpoint_min_free_gib', 'is %r' % (min_free_gib,), 'a number of GiB >= 0')
+    return posixpath.normpath(checkpoint_dir)
+
+
 def _validate(spec, table, build=None):
     """Everything about the spec that does not depend on the host, checked before any stage is built."""
     _check_keys(spec, 'spec', SPEC_KEYS)
@@ -617,14 +823,7 @@ def _validate(spec, table, build=None):
     _check_path(model.get('path'), 'model.path')
     if model.get('bytes') is not None and not _is_positive_int(model['bytes']):
         _fail('model.bytes', 'is %r' % (model['bytes'],), 'a positive integer number of bytes (metadata.total_size)')
-    draft = spec.get('draft')
-    if isinstance(draft, str):
-        draft = {'path': draft}
-    if draft is not None:
-        _check_keys(draft, 'draft', MODEL_KEYS)
-        _check_path(draft.get('path'), 'draft.path')
-        if draft.get('bytes') is not None and not _is_positive_int(draft['bytes']):
-            _fail('draft.bytes', 'is %r' % (draft['bytes'],), 'a positive integer number of bytes')
+    draft, sweep = _spec_draft(spec.get('draft'))
     mem_fraction = spec.get('mem_fraction', DEFAULT_MEM_FRACTION)
     if not _is_number(mem_fraction) or not 0 < mem_fraction <= 1:
         _fail('mem_fraction', 'is %r' % (mem_fraction,), 'a number in (0, 1], SGLang\'s --mem-fraction-static')
@@ -633,8 +832,11 @@ def _validate(spec, table, build=None):
         _fail('min_kv_headroom_gib', 'is %r' % (headroom,), 'a number of GiB >= 0')
     methods = _spec_methods(spec.get('methods'), table)
     for method, _matrix in methods:
-        if 'draft' in table[method]['uses'] and draft is None:
+        if 'draft' in table[method]['uses'] and not draft and sweep is None:
             _fail('draft.path', 'is missing; method %s needs a draft model' % method, 'an absolute path on the host')
+        if 'draft' in table[method]['uses'] and sweep is not None and STEP_PARAM in table[method]['params']:
+            _fail('draft', 'is a sweep of checkpoints, whose step names the stages, and method %s has a parameter %s of its own'
+                  % (method, STEP_PARAM), 'one draft (a path), or a method table without a parameter named %s' % STEP_PARAM)
     extra_args = _arg_items(spec.get('extra_args') or [], 'extra_args')
     planned = set(COMMON_FLAGS)
     for method, _matrix in methods:
@@ -645,7 +847,7 @@ def _validate(spec, table, build=None):
         _fail('env.CUDA_VISIBLE_DEVICES', 'is set by the plan (GPUs by UUID)', 'any other variable')
     return {
         'campaign': spec['campaign'],
-        'model': model, 'draft': draft or {},
+        'model': model, 'draft': draft, 'draft_sweep': sweep,
         'mem_fraction': mem_fraction, 'min_kv_headroom_gib': headroom,
         'methods': methods,
         'tp': _spec_tp(spec.get('tp')),
@@ -756,9 +958,18 @@ def _fit(plan, stage_bytes, gpus, tp, host_memory):
         'the smallest TP that fits is %d' % host_fit['min_tp'] if host_fit['min_tp'] else 'no TP size fits on this host')
 
 
-def _stage(plan, table, tp, indices, why_not, host, method, params, port, stoppable, weights_bytes):
+def _stage(plan, table, tp, indices, why_not, host, method, params, port, stoppable, weights_bytes, checkpoint=None):
+    """One stage; checkpoint: (draft_checkpoint, why it cannot run or None) for a stage of a draft sweep, else None."""
     entry = table[method]
-    stage_id = '-'.join([tp['prefix'], method] + ['%s%d' % (entry['params'][name]['short'], value) for name, value in params.items()])
+    shorts = dict((name, rule['short']) for name, rule in entry['params'].items())
+    draft, draft_bytes = plan['draft'].get('path'), plan['draft'].get('bytes')
+    if checkpoint is not None:
+        checkpoint, why_not_here = checkpoint
+        params = dict(params, **{STEP_PARAM: checkpoint['step']})
+        shorts[STEP_PARAM] = STEP_SHORT
+        draft, draft_bytes = checkpoint['path'], checkpoint['bytes']
+        why_not = why_not or why_not_here
+    stage_id = '-'.join([tp['prefix'], method] + ['%s%d' % (shorts[name], value) for name, value in params.items()])
     gpus = [host[i] for i in indices]
     uuids = [gpu.get('uuid') for gpu in gpus]
     reason = why_not
@@ -767,12 +978,12 @@ def _stage(plan, table, tp, indices, why_not, host, method, params, port, stoppa
             str(gpu.get('index')) for gpu in gpus if not gpu.get('uuid'))
     uses_draft = 'draft' in entry['uses']
     stage_bytes = weights_bytes
-    if stage_bytes and uses_draft and plan['draft'].get('bytes'):
-        stage_bytes += plan['draft']['bytes']  # the draft model shares the stage's GPUs
+    if stage_bytes and uses_draft and draft_bytes:
+        stage_bytes += draft_bytes  # the draft model shares the stage's GPUs
     fit = None
     if reason is None:
         fit, reason = _fit(plan, stage_bytes, gpus, tp['size'], [host[index].get('memory_total_mib') for index in sorted(host)])
-    values = dict(params, model=plan['model']['path'], draft=plan['draft'].get('path'), tp=tp['size'], port=port)
+    values = dict(params, model=plan['model']['path'], draft=draft, tp=tp['size'], port=port)
     sglang_args = _common_args(plan, tp['size'], port)
     sglang_args += [[item[0], item[1].format_map(values)] if isinstance(item, list) else item for item in entry['args']]
     sglang_args += [list(item) if isinstance(item, list) else item for item in plan['extra_args']]
@@ -787,9 +998,9 @@ def _stage(plan, table, tp, indices, why_not, host, method, params, port, stoppa
         'id': stage_id,
         'campaign': plan['campaign'],
         'unit': '%s%s-%s.service' % (UNIT_PREFIX, plan['campaign'], stage_id),
-        'description': '%s %s: %s%s, TP%d on GPU(s) %s' % (
-            plan['campaign'], stage_id, method, ''.join(' %s=%d' % item for item in params.items()), tp['size'],
-            ','.join(str(i) for i in indices) or 'none'),
+        'description': '%s %s: %s%s%s, TP%d on GPU(s) %s' % (
+            plan['campaign'], stage_id, method, ''.join(' %s=%d' % item for item in params.items() if item[0] != STEP_PARAM or not checkpoint),
+            ' step %d' % checkpoint['step'] if checkpoint else '', tp['size'], ','.join(str(i) for i in indices) or 'none'),
         'method': method,
         'params': dict(params),
         'tp': tp['size'],
@@ -797,7 +1008,8 @@ def _stage(plan, table, tp, indices, why_not, host, method, params, port, stoppa
         'gpus': [uuid for uuid in uuids if uuid],
         'port': port,
         'model_path': plan['model']['path'],
-        'draft_path': plan['draft'].get('path') if uses_draft else None,
+        'draft_path': draft if uses_draft else None,
+        'draft_checkpoint': dict(checkpoint) if checkpoint else None,
         'sglang_args': sglang_args,
         'argv': argv,
         'env': env,
@@ -829,8 +1041,11 @@ def _build(build, methods, sglang_version, sglang_python):
 
 
 def campaign_plan(facts, spec, methods=None, stoppable=None, base_port=DEFAULT_BASE_PORT, model_bytes=None, strict=True,
-                  build=None, sglang_version=None, sglang_python=None, stoppable_processes=None):
-    """The ordered stages of a campaign on one host: TP entries in spec order, then methods, then parameter values."""
+                  build=None, sglang_version=None, sglang_python=None, stoppable_processes=None, draft_checkpoints=None,
+                  installed_checkpoints=None, checkpoint_dir=DEFAULT_CHECKPOINT_DIR, checkpoint_free_bytes=None,
+                  checkpoint_min_free_gib=DEFAULT_CHECKPOINT_MIN_FREE_GIB):
+    """The ordered stages of a campaign on one host: TP entries in spec order, then methods, then parameter values, then
+    the draft's checkpoints (for the methods that use the draft, when it is a sweep)."""
     profile = _build(build, methods, sglang_version, sglang_python)
     table = _method_table(methods or profile['methods'])
     if profile is not None:
@@ -849,18 +1064,23 @@ def campaign_plan(facts, spec, methods=None, stoppable=None, base_port=DEFAULT_B
     weights_bytes = plan['model'].get('bytes') or model_bytes
     if weights_bytes is not None and not _is_positive_int(weights_bytes):
         _fail('model_bytes', 'is %r' % (weights_bytes,), 'a positive integer number of bytes (see specdec.bench.model_bytes)')
+    checkpoint_dir = _check_checkpoint_options(checkpoint_dir, checkpoint_free_bytes, checkpoint_min_free_gib)
+    checkpoints = None
+    if plan['draft_sweep'] is not None and any('draft' in table[method]['uses'] for method, _matrix in plan['methods']):
+        checkpoints = _sweep_checkpoints(plan['draft_sweep'], draft_checkpoints, installed_checkpoints, checkpoint_dir)
     host = _host_gpus(facts)
     placements = [_place(tp, host, strict) for tp in plan['tp']]  # every host check before the first stage is built
     busy_ports = _listening_ports(facts)
     stages, port = [], base_port
     for tp, (indices, why_not) in zip(plan['tp'], placements):
         for method, matrix in plan['methods']:
-            for params in matrix:
+            sweep = checkpoints if checkpoints is not None and 'draft' in table[method]['uses'] else [None]
+            for params, checkpoint in itertools.product(matrix, sweep):
                 while port in busy_ports:
                     port += 1
                 if port > 65535:
                     _fail('base_port', 'is %d, too high for %d stages' % (base_port, len(stages) + 1), 'a lower port')
-                stage = _stage(plan, table, tp, indices, why_not, host, method, params, port, stoppable, weights_bytes)
+                stage = _stage(plan, table, tp, indices, why_not, host, method, params, port, stoppable, weights_bytes, checkpoint)
                 stages.append(dict(index=len(stages), **stage))
                 port += 1
     seen = {}
@@ -870,6 +1090,7 @@ def campaign_plan(facts, spec, methods=None, stoppable=None, base_port=DEFAULT_B
         if stage['id'] in seen:
             _fail('stage %d (%s)' % (stage['index'], stage['id']), 'repeats stage %d' % seen[stage['id']], 'distinct stages')
         seen[stage['id']] = stage['index']
+    _check_disk(stages, checkpoint_dir, checkpoint_free_bytes, checkpoint_min_free_gib)
     return stages
 
 
