@@ -11,7 +11,9 @@ from collections.abc import Mapping
 
 # What makes a stage's results that stage's: a stage recorded in campaign.json with other values is another experiment.
 # Not `repeats`: more repeats of the same experiment fill it in.
-IDENTITY_KEYS = ('method', 'params', 'tp', 'gpus', 'workload', 'concurrency', 'model_path', 'draft_path')
+# A checkpoint of a draft sweep is compared without `present`: it turns true once the checkpoint is copied here.
+IDENTITY_KEYS = ('method', 'params', 'tp', 'gpus', 'workload', 'concurrency', 'model_path', 'draft_path', 'draft_checkpoint')
+_NOT_IDENTITY = {'draft_checkpoint': ('present',)}
 # A plan still finds these infeasible: a stage recorded so is done, one that fits now runs.
 _DONE = 'ok'
 _INFEASIBLE = 'infeasible'
@@ -46,14 +48,22 @@ def campaign_done(plan_stages, status, force=False):
     return [stage['id'] for stage in plan_stages or [] if stage_done(stage, recorded.get(stage['id']))]
 
 
+def _identity(key, value):
+    """A stage's value of key as far as it names the experiment (a draft checkpoint without `present`)."""
+    if key in _NOT_IDENTITY and isinstance(value, Mapping):
+        return dict((name, item) for name, item in value.items() if name not in _NOT_IDENTITY[key])
+    return value
+
+
 def campaign_spec_changes(plan_stages, recorded_plan, keys=IDENTITY_KEYS):
-    """'<stage id> (<keys that differ>)' for each planned stage that campaign.json recorded with other values."""
+    """'<stage id> (<keys that differ>)' for each planned stage that campaign.json recorded with other values; a stage
+    campaign.json does not have is new (not a change), and a draft checkpoint's `present` is not compared."""
     recorded = {stage.get('id'): stage for stage in recorded_plan or [] if isinstance(stage, Mapping)}
     changes = []
     for stage in plan_stages or []:
         if stage['id'] not in recorded:
             continue
-        differ = [key for key in keys if key in stage and stage[key] != recorded[stage['id']].get(key)]
+        differ = [key for key in keys if key in stage and _identity(key, stage[key]) != _identity(key, recorded[stage['id']].get(key))]
         if differ:
             changes.append('%s (%s)' % (stage['id'], ', '.join(differ)))
     return changes
