@@ -7,6 +7,12 @@ It logs as real trainers do, so that the monitor reads it like the real thing: s
 rewritten with carriage returns, and a JSON metrics line on stdout every --log-every steps, at a set pace, with a loss
 that falls. It saves a small checkpoint in $SPECDEC_RUN_DIR/checkpoints at the end and exits 0.
 
+With --checkpoint-every N it also saves a draft checkpoint every N steps, checkpoints/checkpoint-<step>/ with a DFlash
+draft's config.json and a small, valid model.safetensors, written in a hidden folder (.checkpoint-<step>.tmp) and
+renamed into place, so that whoever lists the folder sees only complete checkpoints. Each config.json carries
+"specdec_sim": {"step": <step>, "quality": <0..1>}, a quality that rises with the step and flattens (quality_at): the
+SGLang emulator started with that checkpoint as its draft accepts as much as that quality says.
+
 It fails midway (a CUDA out-of-memory traceback on stderr, exit 1) at step --fail-at, or as soon as the file
 --fail-file exists, so a test can make a running trainer fail when it wants. SIGTERM stops it like torchrun: a line
 and exit 143.
@@ -22,11 +28,34 @@ import json
 import math
 import os
 import random
+import shutil
 import signal
+import struct
 import sys
 import time
 
 BAR_WIDTH = 20
+# The draft checkpoints' config.json: a DFlash drafter of Qwen3.6-27B, as speculators saves one (sizes are nominal).
+DRAFT_CONFIG = {
+    'architectures': ['DFlashDraftModel'],
+    'model_type': 'qwen3',
+    'speculators_model_type': 'dflash',
+    'hidden_size': 5120,
+    'intermediate_size': 17408,
+    'num_hidden_layers': 5,
+    'num_attention_heads': 40,
+    'num_key_value_heads': 8,
+    'head_dim': 128,
+    'vocab_size': 151936,
+    'max_position_embeddings': 40960,
+    'rms_norm_eps': 1e-06,
+    'torch_dtype': 'bfloat16',
+    'block_size': 16,
+    'dflash_config': {'mask_token_id': 151669, 'target_layer_ids': [1, 16, 31, 46, 61]},
+}
+WEIGHTS_NAME = 'model.safetensors'
+WEIGHTS_TENSOR = 'dflash.weight'
+MIN_CHECKPOINT_BYTES = 128
 
 
 def _env(name, default):
@@ -49,6 +78,16 @@ def parse_args(argv=None):
                         help='a line to log at start, verbatim (SIM_TRAINER_SAY: a JSON list of them)')
     parser.add_argument('--say-every', type=int, default=int(_env('SAY_EVERY', '0')),
                         help='log the --say lines again every this many steps (0: only at start)')
+    parser.add_argument('--checkpoint-every', type=int, default=int(_env('CHECKPOINT_EVERY', '0')),
+                        help='save checkpoints/checkpoint-<step> every this many steps (0: only the final one)')
+    parser.add_argument('--checkpoint-bytes', type=int, default=int(_env('CHECKPOINT_BYTES', '262144')),
+                        help='size of a checkpoint\'s model.safetensors')
+    parser.add_argument('--quality-floor', type=float, default=float(_env('QUALITY_FLOOR', '0.1')),
+                        help='the draft quality at step 0')
+    parser.add_argument('--quality-max', type=float, default=float(_env('QUALITY_MAX', '1.0')),
+                        help='the draft quality it tends to')
+    parser.add_argument('--quality-scale', type=float, default=float(_env('QUALITY_SCALE', '200')),
+                        help='steps in which the quality covers 63%% of the way from the floor to the max')
     parser.add_argument('--run-dir', default=os.environ.get('SPECDEC_RUN_DIR', '.'))
     args = parser.parse_args(argv)
     extra = json.loads(_env('SAY', '[]'))
@@ -59,6 +98,16 @@ def parse_args(argv=None):
         args.steps = args.smoke_steps
     if args.steps < 1 or args.pace < 0 or args.log_every < 1 or args.epochs < 1:
         parser.error('--steps, --log-every and --epochs must be positive and --pace not negative')
+    if args.checkpoint_every < 0:
+        parser.error('--checkpoint-every must be 0 (no checkpoints but the final one) or a positive number of steps, '
+                     'got %d' % args.checkpoint_every)
+    if args.checkpoint_bytes < MIN_CHECKPOINT_BYTES:
+        parser.error('--checkpoint-bytes must be at least %d, got %d' % (MIN_CHECKPOINT_BYTES, args.checkpoint_bytes))
+    if not 0.0 <= args.quality_floor <= args.quality_max <= 1.0:
+        parser.error('--quality-floor and --quality-max must satisfy 0 <= floor <= max <= 1, got %s and %s'
+                     % (args.quality_floor, args.quality_max))
+    if not args.quality_scale > 0:
+        parser.error('--quality-scale must be a positive number of steps, got %s' % args.quality_scale)
     return args
 
 
@@ -66,6 +115,62 @@ def loss_at(step, total, seed):
     """A falling loss with a little seeded noise: 10.4 at the start towards 2.2."""
     noise = random.Random(seed * 100003 + step).uniform(-0.08, 0.08)
     return round(2.2 + 8.2 * math.exp(-4.0 * step / max(total, 1)) + noise, 4)
+
+
+def quality_at(step, floor=0.1, top=1.0, scale=200.0):
+    """The draft's quality at a step: floor at step 0, rising towards top and flattening (1 - exp(-step / scale))."""
+    return round(floor + (top - floor) * (1.0 - math.exp(-max(0, step) / scale)), 4)
+
+
+def safetensors_bytes(size, seed, step):
+    """A valid safetensors file of exactly ``size`` bytes: one BF16 tensor whose data depends on (seed, step) alone.
+
+    The layout: the header's length (8 bytes, little endian), the JSON header padded with spaces so that the data
+    starts on an 8-byte boundary, then the data."""
+    def header(count):
+        return json.dumps({'__metadata__': {'format': 'pt', 'step': str(step)},
+                           WEIGHTS_TENSOR: {'dtype': 'BF16', 'shape': [count // 2], 'data_offsets': [0, count]}},
+                          separators=(',', ':')).encode('ascii')
+    guess = header(size)
+    padded = -(-len(guess) // 8) * 8
+    count = size - 8 - padded
+    if count % 2:
+        padded, count = padded + 1, count - 1
+    if count < 2:
+        raise ValueError('%d bytes is too small for a safetensors file' % size)
+    text = header(count)
+    text += b' ' * (padded - len(text))
+    rng = random.Random('sim-trainer-weights:%d:%d' % (seed, step))
+    data = rng.getrandbits(count * 8).to_bytes(count, 'little')
+    return struct.pack('<Q', len(text)) + text + data
+
+
+def save_checkpoint(args, step):
+    """checkpoints/checkpoint-<step>/ {config.json, model.safetensors}, written in a hidden folder then renamed."""
+    root = os.path.join(args.run_dir, 'checkpoints')
+    final = os.path.join(root, 'checkpoint-%d' % step)
+    temp = os.path.join(root, '.checkpoint-%d.tmp' % step)
+    os.makedirs(root, exist_ok=True)
+    shutil.rmtree(temp, ignore_errors=True)
+    os.makedirs(temp)
+    config = dict(DRAFT_CONFIG, specdec_sim=sim_fields(args, step))
+    _write_file(os.path.join(temp, 'config.json'), (json.dumps(config, indent=2) + '\n').encode('utf-8'))
+    _write_file(os.path.join(temp, WEIGHTS_NAME), safetensors_bytes(args.checkpoint_bytes, args.seed, step))
+    if os.path.exists(final):  # a run started again in the same folder saves the step again
+        shutil.rmtree(final)
+    os.rename(temp, final)
+    return final
+
+
+def sim_fields(args, step):
+    return {'step': step, 'quality': quality_at(step, args.quality_floor, args.quality_max, args.quality_scale)}
+
+
+def _write_file(path, data):
+    with open(path, 'wb') as handle:
+        handle.write(data)
+        handle.flush()
+        os.fsync(handle.fileno())
 
 
 def fmt_duration(seconds):
@@ -163,11 +268,18 @@ def train(args, total, start, load):
                     sys.stderr.flush()
                 say(json.dumps({'step': step, 'total_steps': total, 'epoch': epoch, 'loss': loss,
                                 'lr': round(3e-4 * (1 - step / total), 8), 'time': round(time.time(), 3)}))
+            if args.checkpoint_every and step % args.checkpoint_every == 0:
+                path = save_checkpoint(args, step)
+                if args.format in ('both', 'tqdm'):
+                    sys.stderr.write('\r\n')
+                    sys.stderr.flush()
+                say('Saved checkpoint to %s' % path)
     sys.stderr.write('\n')
     checkpoints = os.path.join(args.run_dir, 'checkpoints', 'final')
     os.makedirs(checkpoints, exist_ok=True)
     with open(os.path.join(checkpoints, 'config.json'), 'w', encoding='utf-8') as handle:
-        json.dump({'speculators_model_type': 'dflash', 'simulated': True, 'steps': total}, handle)
+        json.dump({'speculators_model_type': 'dflash', 'simulated': True, 'steps': total,
+                   'specdec_sim': sim_fields(args, total)}, handle)
     say('Saved checkpoint to %s' % checkpoints)
     say('Training complete: %d steps in %.1f s' % (total, time.time() - start))
     return 0
