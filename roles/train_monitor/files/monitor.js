@@ -243,7 +243,7 @@
       const name = words(entry.name);
       const stepCell = cell(row, words(entry.step));
       if (name !== null) stepCell.setAttribute('title', name);
-      if (configs.size > 1) cell(row, configOf(entry));
+      if (configs.size > 1) cell(row, configOf(entry)).className = 'config';
       shownSets.forEach((set) => {
         const measured = object(object(entry.datasets)[set]);
         const speedup = fixed(measured.speedup, 2), tau = fixed(measured.tau, 2);
@@ -273,7 +273,7 @@
     $('evaluation-body').hidden = !summary;
     $('evaluation-link').hidden = !answer.present;
     if (!summary) {
-      text('evaluation-report', '');
+      $('evaluation-report').textContent = '';
       return;
     }
     const best = object(summary.best);
@@ -282,8 +282,8 @@
     const written = finite(answer.mtime) ? new Date(answer.mtime * 1000).toLocaleString() : null;
     text('evaluation-when', words(summary.generated) || written);
     const step = words(best.step), config = configOf(best);
-    text('evaluation-best', words(best.name) === null ? null : words(best.name) + (step !== null ? ' (step ' + step + ')' : '') +
-      (config ? ' \u00b7 ' + config : ''));
+    text('evaluation-best', words(best.name) === null ? null : words(best.name) + (step !== null ? ' (step ' + step + ')' : ''));
+    text('evaluation-config', config);
     text('evaluation-speedup', speedupText(best) === null ? null : speedupText(best) + (words(best.dataset) ? ' ' + words(best.dataset) : ''));
     text('evaluation-tau', fixed(best.tau, 2));
     evaluationTable(summary, best);
