@@ -612,7 +612,7 @@ def _check_extra_args(extra_args, planned, build):
                 'flags other than %s and their aliases and abbreviations' % planned_list)
 
 
-def _size(value):
+def size_text(value):
     """Bytes for people: '256.0 KiB', '1.5 GiB'."""
     value = float(value or 0)
     for unit in ('B', 'KiB', 'MiB', 'GiB'):
@@ -793,8 +793,8 @@ def _check_disk(stages, checkpoint_dir, free_bytes, min_free_gib):
             'campaign_plan: draft: the %d %s to copy (%s) %s %s and %s has %s free, keeping checkpoint_min_free_gib %s; '
             'allowed: more free space, or fewer checkpoints (draft.every, draft.last)' % (
                 len(names), 'checkpoint' if len(names) == 1 else 'checkpoints', ', '.join(names[:5]) + (', ...' if len(names) > 5 else ''),
-                'takes' if len(names) == 1 else 'take', _size(total), checkpoint_dir,
-                _size(max(free_bytes, 0)), min_free_gib))
+                'takes' if len(names) == 1 else 'take', size_text(total), checkpoint_dir,
+                size_text(max(free_bytes, 0)), min_free_gib))
 
 
 def _check_checkpoint_options(checkpoint_dir, free_bytes, min_free_gib):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 
 from ansible_collections.specdec.bench.plugins.filter.campaign import truncate
+from ansible_collections.specdec.bench.plugins.filter.plan import STEP_PARAM, size_text
 
 
 def _none(value):
@@ -23,15 +24,31 @@ def holder_text(holder):
     return text + ' %s MiB' % (holder.get('used_memory_mib'),)
 
 
+def checkpoint_text(checkpoint):
+    """'draft checkpoint-400 (step 400)[ of run R], to copy from H (256.0 KiB)' or '..., already here'."""
+    text = 'draft %s (step %s)' % (checkpoint.get('name'), checkpoint.get('step'))
+    if checkpoint.get('run'):
+        text += ' of run %s' % checkpoint['run']
+    if checkpoint.get('present') or not checkpoint.get('source_host'):
+        return text + ', already here'
+    return text + ', to copy from %s (%s)' % (checkpoint['source_host'], size_text(checkpoint.get('bytes')))
+
+
 def stage_line(stage, count):
-    """stage <n>/<N> <id>: <method> <params>, TP<n> on GPU(s) <indices>, port <p>, feasible or why not, blockers, stops."""
-    params = stage.get('params') or {}
+    """stage <n>/<N> <id>: <method> <params>, TP<n> on GPU(s) <indices>, port <p>, feasible or why not, its draft checkpoint,
+    blockers, stops."""
+    params = dict(stage.get('params') or {})
+    checkpoint = stage.get('draft_checkpoint')
+    if checkpoint:
+        params.pop(STEP_PARAM, None)  # the checkpoint's text says it
     line = 'stage %d/%d %s: %s' % (stage['index'] + 1, count, stage['id'], stage.get('method'))
     if params:
         line += ' ' + ' '.join('%s=%s' % (key, params[key]) for key in sorted(params))
     line += ', TP%s on GPU(s) %s, port %s, ' % (
         stage.get('tp'), ','.join('%s' % (index,) for index in stage.get('gpu_indices') or []) or 'none', stage.get('port'))
     line += 'feasible' if stage.get('feasible') else 'infeasible: %s' % (stage.get('reason'),)
+    if checkpoint:
+        line += ', ' + checkpoint_text(checkpoint)
     if stage.get('blocked'):
         line += ', BLOCKED by ' + '; '.join(holder_text(h) for h in stage.get('holders') or [] if not h.get('stoppable'))
     if stage.get('conflicts'):
@@ -60,14 +77,36 @@ def workload_line(workload):
     return line
 
 
+def checkpoints_line(stages):
+    """'draft checkpoints: N to copy (size) from H, M already here' for a draft sweep; None without checkpoints."""
+    checkpoints = {}
+    for stage in stages:
+        if stage.get('draft_checkpoint'):
+            checkpoints.setdefault(stage['draft_checkpoint'].get('path'), (stage['draft_checkpoint'], []))[1].append(stage)
+    if not checkpoints:
+        return None
+    copies = [item for item, users in checkpoints.values()
+              if item.get('source_host') and not item.get('present') and any(user.get('feasible') for user in users)]
+    here = sum(1 for item, _users in checkpoints.values() if item.get('present') or not item.get('source_host'))
+    line = 'draft checkpoints: %d to copy' % len(copies)
+    if copies:
+        line += ' (%s) from %s' % (size_text(sum(item.get('bytes') or 0 for item in copies)),
+                                   ', '.join(sorted(set(item['source_host'] for item in copies))))
+    return line + ', %d already here' % here
+
+
 def plan_lines(plan_stages, campaign, host):
-    """The plan's header (stages, feasible, blocked), its workload (the same in every stage), one line per stage."""
+    """The plan's header (stages, feasible, blocked), its workload (the same in every stage), the draft checkpoints of a
+    sweep (how many to copy, how many already here), one line per stage."""
     stages = plan_stages or []
     lines = ['%s on %s: %d stage(s), %d feasible, %d blocked' % (
         campaign, host, len(stages), sum(1 for s in stages if s.get('feasible')), sum(1 for s in stages if s.get('blocked')))]
     workload = next((stage['workload'] for stage in stages if isinstance(stage.get('workload'), dict)), None)
     if workload and workload.get('datasets'):
         lines.append(workload_line(workload))
+    checkpoints = checkpoints_line(stages)
+    if checkpoints:
+        lines.append(checkpoints)
     return lines + [stage_line(stage, len(stages)) for stage in stages]
 
 

@@ -15,6 +15,7 @@ from ansible.errors import AnsibleFilterError
 from ansible.module_utils import _internal as _module_internal
 from ansible_collections.specdec.bench.plugins.filter.campaign import campaign_done, campaign_spec_changes
 from ansible_collections.specdec.bench.plugins.filter.plan import campaign_plan
+from ansible_collections.specdec.bench.plugins.filter.plan_lines import plan_lines
 
 _module_internal.is_controller = False
 
@@ -378,3 +379,30 @@ def test_a_checkpoint_of_the_same_name_from_another_source_is_a_spec_change():
     # a single draft has none, as campaign.json recorded before checkpoints existed
     single = plan('/models/d')
     assert campaign_spec_changes(single, [dict((k, v) for k, v in stage.items() if k != 'draft_checkpoint') for stage in single]) == []
+
+
+# --- the plan's lines in check mode ------------------------------------------------------------------------------------
+
+def test_plan_lines_say_which_checkpoint_each_stage_runs_and_what_is_copied():
+    here = [installed(400), installed(1200, host='trainbox')]
+    stages = plan(dict(SET, every=400), TRAINED + [record(1200)], installed_checkpoints=here)
+    lines = plan_lines(stages, 'ckpt', 'ct200')
+    assert lines[0] == 'ckpt on ct200: 4 stage(s), 3 feasible, 0 blocked'
+    assert lines[1].startswith('workload: random (2 prompts')
+    assert lines.pop(2) == 'draft checkpoints: 1 to copy (256.0 KiB) from a100box, 1 already here'
+    assert lines[2] == 'stage 1/4 tp1-autoregressive: autoregressive, TP1 on GPU(s) 0, port 31000, feasible'
+    assert lines[3] == ('stage 2/4 tp1-dflash-n16-s400: dflash num_draft_tokens=16, TP1 on GPU(s) 0, port 31001, feasible, '
+                        'draft checkpoint-400 (step 400) of run dflash-demo, already here')
+    assert lines[4] == ('stage 3/4 tp1-dflash-n16-s800: dflash num_draft_tokens=16, TP1 on GPU(s) 0, port 31002, feasible, '
+                        'draft checkpoint-800 (step 800) of run dflash-demo, to copy from a100box (256.0 KiB)')
+    assert lines[5].startswith('stage 4/4 tp1-dflash-n16-s1200: dflash num_draft_tokens=16, TP1 on GPU(s) 0, port 31003, '
+                               'infeasible: a different checkpoint is already at %s/checkpoint-1200 (' % DEST)
+    assert lines[5].endswith('draft checkpoint-1200 (step 1200) of run dflash-demo, to copy from a100box (256.0 KiB)')
+
+
+def test_plan_lines_of_a_list_and_of_a_single_draft():
+    lines = plan_lines(plan(['/m/checkpoint-4', '/m/checkpoint-8']), 'ckpt', 'ct200')
+    assert lines[2] == 'draft checkpoints: 0 to copy, 2 already here'
+    assert lines[3].endswith('feasible') and lines[4].endswith(', feasible, draft checkpoint-4 (step 4), already here')
+    lines = plan_lines(plan('/models/d'), 'ckpt', 'ct200')
+    assert len(lines) == 4 and lines[3].endswith('dflash num_draft_tokens=16, TP1 on GPU(s) 0, port 31001, feasible')
