@@ -20,6 +20,10 @@ description:
     draft folder exist and hold C(config.json).
   - Fails, naming every refused stage with its flag, the SGLang version and the interpreter, when any check fails.
   - Read-only; runs in check mode too.
+notes:
+  - A stage whose draft is a checkpoint not on the host yet (C(draft_checkpoint.present) false in the plan) is parsed,
+    but its draft folder is not checked; the campaign copies and verifies the checkpoint later, under the lock, before
+    that stage starts. RV(drafts_not_checked) names those folders.
 author:
   - specdec.bench developers (!UNKNOWN)
 options:
@@ -29,8 +33,8 @@ options:
     required: true
   stages:
     description:
-      - The stages to check, as P(specdec.bench.campaign_plan#filter) makes them; C(id), C(argv), C(model_path) and
-        C(draft_path) are read.
+      - The stages to check, as P(specdec.bench.campaign_plan#filter) makes them; C(id), C(argv), C(model_path),
+        C(draft_path) and C(draft_checkpoint.present) are read.
     type: list
     elements: dict
     required: true
@@ -87,6 +91,12 @@ seconds:
   description: Wall time of the parse, in seconds.
   returned: always
   type: float
+drafts_not_checked:
+  description: The draft checkpoint folders not on the host yet (copied later), each with the stages that use it; not checked.
+  returned: always
+  type: list
+  elements: str
+  sample: ["/var/lib/specdec/checkpoints/dflash-demo/checkpoint-800 (stage tp1-dflash-n16-s800)"]
 """
 
 import json
@@ -103,12 +113,32 @@ from ansible_collections.specdec.bench.plugins.module_utils._sglang_preflight im
 )
 
 
+def _stages_text(ids):
+    return 'stage%s %s' % ('s' if len(ids) > 1 else '', ', '.join(ids))
+
+
+def _copied_later(stage):
+    """A draft checkpoint the plan found not on this host yet: the campaign copies it under the lock, before the stage."""
+    checkpoint = stage.get('draft_checkpoint')
+    return isinstance(checkpoint, dict) and checkpoint.get('present') is False
+
+
+def drafts_copied_later(stages):
+    """'<draft folder> (stages a, b)' for each draft checkpoint folder not on the host yet, which is not checked."""
+    uses = {}
+    for stage in stages:
+        if stage.get('draft_path') and _copied_later(stage):
+            uses.setdefault(stage['draft_path'], []).append(str(stage.get('id')))
+    return ['%s (%s)' % (path, _stages_text(ids)) for path, ids in sorted(uses.items())]
+
+
 def folder_problems(stages):
-    """'the model folder X (stages a, b) ...' for each model or draft folder that is missing or has no config.json."""
+    """'the model folder X (stages a, b) ...' for each model or draft folder that is missing or has no config.json; the
+    draft folder of a checkpoint copied later is not checked."""
     uses = {}
     for stage in stages:
         for key, what in (('model_path', 'model'), ('draft_path', 'draft')):
-            if stage.get(key):
+            if stage.get(key) and not (what == 'draft' and _copied_later(stage)):
                 uses.setdefault((stage[key], what), []).append(str(stage.get('id')))
     problems = []
     for (path, what), ids in sorted(uses.items()):
@@ -118,7 +148,7 @@ def folder_problems(stages):
             problem = 'has no config.json'
         else:
             continue
-        problems.append('the %s folder %s (stage%s %s) %s' % (what, path, 's' if len(ids) > 1 else '', ', '.join(ids), problem))
+        problems.append('the %s folder %s (%s) %s' % (what, path, _stages_text(ids), problem))
     return problems
 
 
@@ -140,7 +170,7 @@ def main():
         supports_check_mode=True,
     )
     python, stages = module.params['python'], module.params['stages']
-    result = dict(changed=False, python=python, sglang_version=None, stages={}, problems=[], seconds=0.0)
+    result = dict(changed=False, python=python, sglang_version=None, stages={}, problems=[], seconds=0.0, drafts_not_checked=[])
     if not module.params['enabled']:
         module.warn('campaign_preflight is false: %d stage command line(s) were not parsed with the host\'s SGLang and the '
                     'model and draft folders were not checked; a refused flag is found only when its server exits' % len(stages))
@@ -149,6 +179,7 @@ def main():
         if not isinstance(stage.get('argv'), list) or not stage.get('id'):
             module.fail_json(msg='stages[%d] has no id or argv; allowed: stages as specdec.bench.campaign_plan makes them' % position, **result)
     problems = folder_problems(stages)
+    result['drafts_not_checked'] = drafts_copied_later(stages)
     if not (os.path.isfile(python) and os.access(python, os.X_OK)):
         problems.insert(0, 'the servers\' interpreter %s does not exist or is not executable (sglang_unit_launcher)' % python)
     elif stages:
