@@ -5,7 +5,10 @@ tests/sim/trainer/port_forward.py carries a port of this machine's loopback ther
 resolve no name but 127.0.0.1, so the page must work with no internet. The tests run in order, on one page: the run
 is running, its bar advances, new log lines appear, hostile log lines stay text; then the trainer is told to fail
 and the page shows the failed state, the one the supervisor recorded. Screenshots of both states are kept in tests/output/train/.
+The latest evaluation is placed in the run folder as playbooks/evaluate.yml leaves it (evaluation.json, written aside and
+renamed over it): the panel beside the curves shows it, hostile names as text, a bad file as its error, and links to it.
 """
+import base64
 import json
 import os
 import re
@@ -31,6 +34,8 @@ FAIL_FILE = "/run/sim-trainer/fail-dflash-sim"
 DEADLINE = 90
 HOSTILE_METRIC = "<img src=x onerror=__pwned=3>"
 LOG = f"/root/train_runs/{RUN}/train.log"
+EVALUATION = f"/root/train_runs/{RUN}/evaluation.json"
+HOSTILE_CHECKPOINT = "<img src=x onerror=window.__pwned=4>"
 sys.path.insert(0, str(REPO / "plugins" / "module_utils"))
 import _train_log  # noqa: E402  pylint: disable=import-error,wrong-import-position
 
@@ -240,6 +245,89 @@ def test_a_restart_of_the_monitor_keeps_the_whole_history(page, host):
         "the restarted monitor lost the history")
 
 
+def summary(best_name, names=("checkpoint-400", "checkpoint-800"), campaign="dflash-sweep"):
+    """An evaluation.json of the contract's shape (issue 18): two checkpoints measured on gsm8k and mt-bench, the
+    second the best."""
+    def measured(speedup, tau):
+        return {"tau": tau, "tau_ci_low": tau - 0.1, "tau_ci_high": tau + 0.1, "speedup": speedup,
+                "speedup_ci_low": speedup - 0.1, "speedup_ci_high": speedup + 0.1, "concurrency": 1, "temperature": 0.0}
+    config = {"host": "a100box", "tp": 2, "method": "dflash", "setting": "n16"}
+    checkpoints = [dict(config, step=step, name=name, overall_speedup=speedup,
+                        datasets={"gsm8k": measured(speedup, tau), "mt-bench": measured(speedup - 0.2, tau - 0.3)})
+                   for step, name, speedup, tau in ((400, names[0], 1.5, 2.5), (800, names[1], 2.25, 3.75))]
+    return {"campaign": campaign, "generated": "2026-12-03T21:00:00Z", "run": RUN,
+            "best": dict(config, step=800, name=best_name, speedup=2.25, speedup_ci_low=2.15, speedup_ci_high=2.35, tau=3.75,
+                         dataset="overall"),
+            "checkpoints": checkpoints, "report": "report.md"}
+
+
+def place_evaluation(box, data):
+    """evaluation.json in the run folder as evaluate.yml leaves it: written aside, then renamed over the old one."""
+    raw = data if isinstance(data, bytes) else json.dumps(data).encode("utf-8")
+    box.run_expect([0], f"printf %s {base64.b64encode(raw).decode()} | base64 -d > {EVALUATION}.part && "
+                        f"mv -f {EVALUATION}.part {EVALUATION}")
+    return raw
+
+
+def panel(page):
+    """The evaluation panel as the page shows it."""
+    return page.execute_script("""
+        const panel = document.getElementById('evaluation');
+        return {state: panel.dataset.state, text: panel.innerText, elements: panel.querySelectorAll('*').length,
+                rows: Array.from(document.querySelectorAll('#evaluation-table tbody tr')).map((row) => ({
+                    step: row.dataset.step, best: row.classList.contains('best'), title: row.cells[0].title,
+                    cells: Array.from(row.cells).map((cell) => cell.textContent)})),
+                link: document.getElementById('evaluation-link').href};
+    """)
+
+
+def test_no_evaluation_yet(page):
+    wait_for(page, lambda: panel(page)["state"] == "absent", "the evaluation panel is not there")
+    assert "Latest evaluation" in panel(page)["text"]
+    assert "No evaluation yet (playbooks/evaluate.yml writes one)" in panel(page)["text"]
+
+
+def test_the_latest_evaluation_is_shown_next_to_the_loss(page, box, url):
+    place_evaluation(box, summary("checkpoint-800"))
+    wait_for(page, lambda: text(page, "evaluation-best") == "checkpoint-800 (step 800)", "the best checkpoint is not shown")
+    shown = panel(page)
+    assert shown["state"] == "present" and "No evaluation yet" not in shown["text"]
+    assert text(page, "evaluation-campaign") == f"dflash-sweep \u00b7 run {RUN}"
+    assert text(page, "evaluation-speedup") == "2.25\u00d7 [2.15\u20132.35] overall" and text(page, "evaluation-tau") == "3.75"
+    assert text(page, "evaluation-config") == "a100box tp2 dflash n16"
+    # step -> speedup / tau per dataset, the best row marked
+    assert [row["cells"] for row in shown["rows"]] == [["400", "1.50\u00d7 / 2.50", "1.30\u00d7 / 2.20", "1.50\u00d7"],
+                                                     ["800", "2.25\u00d7 / 3.75", "2.05\u00d7 / 3.45", "2.25\u00d7"]]
+    assert [row["best"] for row in shown["rows"]] == [False, True]
+    assert shown["link"] == url + "evaluation.json"
+    # beside the loss curve: the panel's top is level with the first chart's, to its right
+    boxes = page.execute_script("""
+        const chart = document.querySelector('#charts figure').getBoundingClientRect();
+        const panel = document.getElementById('evaluation').getBoundingClientRect();
+        return {chart_top: chart.top, chart_right: chart.right, panel_top: panel.top, panel_left: panel.left};
+    """)
+    assert abs(boxes["chart_top"] - boxes["panel_top"]) < 2 and boxes["panel_left"] >= boxes["chart_right"], boxes
+
+
+def test_a_bad_evaluation_shows_its_error(page, box):
+    place_evaluation(box, b'{"campaign": "dflash-sweep", "best": ')
+    wait_for(page, lambda: panel(page)["state"] == "error", "a bad evaluation.json is not shown as an error")
+    assert text(page, "evaluation-error").startswith("evaluation.json is not valid JSON")
+    assert text(page, "transport") == "live" and text(page, "state") == "running"
+
+
+def test_a_hostile_evaluation_stays_text(page, box):
+    place_evaluation(box, summary(HOSTILE_CHECKPOINT, names=("checkpoint-400", HOSTILE_CHECKPOINT),
+                                  campaign="<script>window.__pwned = 5</script>"))
+    wait_for(page, lambda: text(page, "evaluation-best") == HOSTILE_CHECKPOINT + " (step 800)",
+             "the hostile checkpoint name is not shown as text")
+    assert text(page, "evaluation-campaign") == f"<script>window.__pwned = 5</script> \u00b7 run {RUN}"
+    rows = panel(page)["rows"]
+    assert rows[1]["title"] == HOSTILE_CHECKPOINT and rows[1]["best"]
+    assert page.find_elements(By.CSS_SELECTOR, "img, #evaluation script") == []
+    assert page.execute_script("return window.__pwned === undefined")
+
+
 def test_page_loads_nothing_from_elsewhere(page, url):
     resources = page.execute_script("return performance.getEntriesByType('resource').map(e => e.name)")
     assert resources and all(name.startswith(url) for name in resources)
@@ -283,3 +371,12 @@ def test_full_log_is_plain_text(page, url):
     assert "<script>window.__pwned = 1</script>" in body.text
     assert page.execute_script("return window.__pwned === undefined")
     assert page.execute_script("return document.contentType") == "text/plain"
+
+
+def test_the_evaluation_link_serves_the_json(page, url, box):
+    placed = json.loads(box.file(EVALUATION).content_string)
+    assert placed["best"]["name"] == HOSTILE_CHECKPOINT
+    page.get(url + "evaluation.json")
+    assert page.execute_script("return document.contentType") == "application/json"
+    assert json.loads(page.find_element(By.TAG_NAME, "pre").text) == placed
+    assert page.execute_script("return window.__pwned === undefined")
