@@ -18,6 +18,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -1048,3 +1049,125 @@ def test_the_emulators_chat_prompt_is_qwen3s_template_for_plain_turns():
     system_and_user = [{"role": "system", "content": "S"}, {"role": "user", "content": "U"}]
     assert sim_server.render_chat(system_and_user, {"enable_thinking": False}) == (
         "<|im_start|>system\nS<|im_end|>\n<|im_start|>user\nU<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n")
+
+
+# --------------------------------------------------------------------------------------------
+# the draft's quality: the simulated trainer's checkpoints carry specdec_sim.quality in config.json
+# --------------------------------------------------------------------------------------------
+
+TRAINER = REPO / "tests" / "sim" / "trainer" / "sim_trainer.py"
+QUALITIES = (0.0, 0.1, 0.3, 0.5, 0.8, 1.0)
+
+
+@pytest.mark.parametrize("workload", [sim_model.Workload(method="DFLASH", num_draft_tokens=16), ddtree(64)],
+                         ids=["dflash", "ddtree"])
+def test_a_drafts_quality_keeps_its_share_of_the_drafted_gain(workload):
+    full = sim_model.expected_tau(workload)
+    taus = [sim_model.expected_tau(replace(workload, draft_quality=q)) for q in QUALITIES]
+    assert all(a < b for a, b in zip(taus, taus[1:])), taus
+    assert taus[0] == 1.0 and taus[-1] == full
+    assert taus[3] == pytest.approx(1.0 + 0.5 * (full - 1.0))
+
+
+def test_measured_acceptance_follows_the_drafts_quality():
+    """Drawn in process, as the engine draws them: a low-quality draft accepts clearly less, monotone in quality."""
+    wl = sim_model.Workload(method="DFLASH", num_draft_tokens=16)
+    measured = []
+    for quality in (0.2, 0.5, 0.9):
+        sampler = sim_model.AcceptanceSampler(replace(wl, draft_quality=quality), 11)
+        draws = [sampler.next() for _step in range(5000)]
+        measured.append(sum(draws) / len(draws))
+    assert measured[0] < measured[1] < measured[2], measured
+    assert measured[0] < 0.6 * measured[2]
+
+
+def draft_folder(root, name, config):
+    folder = root / name
+    folder.mkdir()
+    if config is not None:
+        (folder / "config.json").write_text(config if isinstance(config, str) else json.dumps(config))
+    return str(folder)
+
+
+def test_the_draft_quality_is_read_from_its_config(tmp_path):
+    quality = sim_server.draft_quality
+    assert quality(draft_folder(tmp_path, "trained", {"specdec_sim": {"step": 300, "quality": 0.8}})) == (0.8, 300)
+    assert quality(draft_folder(tmp_path, "zero", {"specdec_sim": {"step": 0, "quality": 0}})) == (0.0, 0)
+    # none to read: the demo drafts (no specdec_sim), a folder without config.json, a hub id
+    assert quality(draft_folder(tmp_path, "demo", {"architectures": ["DFlashDraftModel"]})) == (None, None)
+    assert quality(draft_folder(tmp_path, "empty", None)) == (None, None)
+    assert quality("z-lab/Qwen3.6-27B-DFlash") == (None, None)
+    assert quality(None) == (None, None)
+
+
+@pytest.mark.parametrize("sim,message", [
+    ({"quality": "high"}, 'specdec_sim.quality must be a number from 0 to 1, got "high"'),
+    ({"quality": 1.5}, "specdec_sim.quality must be a number from 0 to 1, got 1.5"),
+    ({"quality": -0.1}, "specdec_sim.quality must be a number from 0 to 1, got -0.1"),
+    ({"quality": True}, "specdec_sim.quality must be a number from 0 to 1, got true"),
+    ({"quality": None}, "specdec_sim.quality must be a number from 0 to 1, got null"),
+    (0.5, "specdec_sim must be an object with a quality from 0 to 1, got 0.5"),
+])
+def test_a_bad_draft_quality_is_a_broken_config(tmp_path, sim, message):
+    path = draft_folder(tmp_path, "broken", {"specdec_sim": sim})
+    with pytest.raises(sim_server.StartupError) as failure:
+        sim_server.draft_quality(path)
+    assert message in failure.value.lines[-2] and path in failure.value.lines[-2]
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """A simulated training run's checkpoints every 100 steps, as the trainer saves them."""
+    run_dir = tmp_path_factory.mktemp("train-run")
+    environ = {k: v for k, v in os.environ.items() if not k.startswith(("SIM_TRAINER_", "SPECDEC_"))}
+    environ["SPECDEC_RUN_DIR"] = str(run_dir)
+    result = subprocess.run([sys.executable, str(TRAINER), "--steps", "600", "--pace", "0", "--load-seconds", "0",
+                             "--checkpoint-every", "100"], env=environ, capture_output=True, timeout=DEADLINE_S,
+                            check=False)
+    assert result.returncode == 0, result.stderr
+    return run_dir / "checkpoints"
+
+
+def dflash_with_draft(tmp_path, name, draft):
+    folder = tmp_path / name
+    folder.mkdir()
+    return Emulator(folder, ["--speculative-algorithm", "DFLASH", "--speculative-draft-model-path", draft,
+                             "--speculative-num-draft-tokens", "16", "--speculative-dflash-block-size", "16"],
+                    env={"SIM_SGLANG_BUILD": "sglang-0.5.23"})
+
+
+def test_a_server_started_with_a_checkpoint_accepts_as_its_quality_says(tmp_path, trained):
+    drafts = [("step-100", str(trained / "checkpoint-100")), ("step-300", str(trained / "checkpoint-300")),
+              ("step-600", str(trained / "checkpoint-600")),
+              ("demo", draft_folder(tmp_path, "demo-draft", {"architectures": ["DFlashDraftModel"]}))]
+    taus, infos = [], []
+    for name, draft in drafts:
+        emu = dflash_with_draft(tmp_path, name, draft)
+        try:
+            emu.wait_ready()
+            taus.append(mean_accept(emu, MATH + CHAT))
+            infos.append(emu.get_json("/server_info"))
+            stdout = emu.stdout()
+        finally:
+            emu.stop()
+        if name != "demo":
+            config = json.loads((Path(draft) / "config.json").read_text())
+            assert infos[-1]["sim_draft_quality"] == config["specdec_sim"]["quality"]
+            assert infos[-1]["sim_draft_step"] == config["specdec_sim"]["step"]
+            assert "specdec_sim quality" in stdout
+        else:
+            assert infos[-1]["sim_draft_quality"] == 1.0 and infos[-1]["sim_draft_step"] is None
+            assert "specdec_sim" not in stdout
+    assert all(a < b for a, b in zip(taus, taus[1:])), taus
+    assert taus[0] < 0.75 * taus[-1] and taus[0] > 1.0
+
+
+def test_a_server_whose_draft_has_a_bad_quality_exits_1(tmp_path):
+    draft = draft_folder(tmp_path, "broken-draft", {"specdec_sim": {"step": 100, "quality": 2}})
+    emu = dflash_with_draft(tmp_path, "server", draft)
+    try:
+        assert emu.wait_exit() == 1
+    finally:
+        emu.stop()
+    assert "ValueError: Invalid draft model config %s/config.json: specdec_sim.quality must be a number from 0 to 1, " \
+        "got 2" % draft in emu.stdout()

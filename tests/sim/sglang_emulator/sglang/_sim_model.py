@@ -8,7 +8,9 @@ verified tokens ride under the memory roof, and loses that edge as the batch (or
 pushes the step into the compute roof. Acceptance is the usual geometric model: each drafted token
 is accepted with probability ``alpha`` given its predecessors were, so a linear block of ``L``
 tokens gives ``tau = (1 - alpha**L) / (1 - alpha)``; DDTree's tree adds a saturating gain in its
-node budget.
+node budget. A draft checkpoint that is not fully trained (the simulated trainer's ``specdec_sim.quality``
+below 1) keeps that share of the drafted gain ``tau - 1``: tau follows the quality's curve over training
+steps, 1.0 (no gain) at quality 0.
 """
 
 from __future__ import annotations
@@ -64,6 +66,7 @@ class Workload:
     ddtree_budget: int = 64
     ddtree_topk: int = 4
     alpha: float = 0.72  # per-token draft acceptance probability
+    draft_quality: float = 1.0  # how trained the draft is (0..1): the share of the drafted gain it keeps
     kv_bytes_per_token: float = 64 * 1024
     cuda_graph: bool = True
     spec_overhead_frac: float = 0.2  # draft extend + bookkeeping, as a fraction of the weights read
@@ -149,14 +152,18 @@ def tree_gain(wl: Workload, budget: float, topk: int) -> float:
 
 
 def expected_tau(wl: Workload) -> float:
-    """Mean tokens a request gains per verify step (1.0 for autoregressive decoding)."""
+    """Mean tokens a request gains per verify step (1.0 for autoregressive decoding); a draft of quality q keeps
+    the share q of the gain over 1 that a fully trained one gives."""
     if wl.method == AUTOREGRESSIVE:
         return 1.0
     if wl.method == "DDTREE":
         budget = max(1, int(wl.ddtree_budget))
         chain = min(budget + 1, wl.num_draft_tokens)
-        return min(float(wl.num_draft_tokens), linear_tau(wl.alpha, chain) + tree_gain(wl, budget, wl.ddtree_topk))
-    return linear_tau(wl.alpha, wl.num_draft_tokens)
+        full = min(float(wl.num_draft_tokens), linear_tau(wl.alpha, chain) + tree_gain(wl, budget, wl.ddtree_topk))
+    else:
+        full = linear_tau(wl.alpha, wl.num_draft_tokens)
+    quality = min(1.0, max(0.0, wl.draft_quality))
+    return 1.0 + quality * (full - 1.0)
 
 
 def verify_tokens_per_request(wl: Workload) -> int:

@@ -93,6 +93,31 @@ def weights_bytes(path: Optional[str]) -> Optional[float]:
         return None
 
 
+def draft_quality(path: Optional[str]):
+    """(quality, step) of a draft checkpoint from its config.json's ``specdec_sim`` (what the simulated trainer
+    writes), or (None, None) when there is none: a hub id, a folder without a readable config.json, or a config
+    without ``specdec_sim`` (the demo drafts) - a fully trained draft. A ``specdec_sim`` that is not an object, or a
+    quality that is not a number from 0 to 1, is a broken config: StartupError, as a real loader fails on one."""
+    config_path = os.path.join(os.path.expanduser(path), "config.json") if path else None
+    config = _read_json(config_path) if config_path and os.path.isfile(config_path) else None
+    if not config or "specdec_sim" not in config:
+        return None, None
+    sim = config["specdec_sim"]
+    problem = None
+    if not isinstance(sim, dict):
+        problem = "specdec_sim must be an object with a quality from 0 to 1, got %s" % json.dumps(sim)
+    else:
+        quality = sim.get("quality", 1.0)
+        if isinstance(quality, bool) or not isinstance(quality, (int, float)) or not 0.0 <= quality <= 1.0:
+            problem = "specdec_sim.quality must be a number from 0 to 1, got %s" % json.dumps(quality)
+    if problem:
+        raise StartupError(_traceback(
+            "ValueError: Invalid draft model config %s: %s" % (config_path, problem), "get_config",
+            note="--speculative-draft-model-path %s: fix or remove specdec_sim in its config.json." % path))
+    step = sim.get("step")
+    return float(quality), (step if isinstance(step, int) and not isinstance(step, bool) else None)
+
+
 def resolve(ns: argparse.Namespace) -> dict:
     """The server arguments with SGLang's defaults resolved (what /server_info reports)."""
     args = dict(vars(ns))
@@ -194,6 +219,8 @@ class SimServer:
         self.context_len = args["context_length"] or 131072
         self.max_total_num_tokens = 0
         self.workload: Optional[model.Workload] = None
+        self.draft_quality = 1.0  # the draft checkpoint's specdec_sim.quality (1.0: none, a fully trained draft)
+        self.draft_step: Optional[int] = None
         self.hardware: Optional[model.Hardware] = None
         self.weight_version = "default"
         self.eos_id = eos_token_id(args["model_path"])
@@ -232,6 +259,7 @@ class SimServer:
         visible = gpu.visible_gpus(layout, os.environ.get("CUDA_VISIBLE_DEVICES"))
         needed = tp * dp * max(1, args["pp_size"])
         self._check_model_paths()
+        self._read_draft_quality()
         self.wait(load_seconds * 0.05)
         if visible is not None and len(visible) < needed + args["base_gpu_id"]:
             raise StartupError(_traceback(
@@ -317,6 +345,7 @@ class SimServer:
             ddtree_budget=args["speculative_ddtree_budget"] or 64,
             ddtree_topk=args["speculative_ddtree_topk"] or 4,
             alpha=_env_float("SIM_SGLANG_ACCEPT_ALPHA", 0.72),
+            draft_quality=self.draft_quality,
             kv_bytes_per_token=kv_bytes_per_token,
             cuda_graph=not args["disable_cuda_graph"],
         )
@@ -381,6 +410,18 @@ class SimServer:
                 % (args["context_length"], derived), "get_context_length"))
         if not args["context_length"] and derived:
             self.context_len = int(derived)
+
+    def _read_draft_quality(self) -> None:
+        """The draft's quality from its config.json (the simulated trainer's checkpoints carry one): its acceptance."""
+        if not self.spec or not self.args["speculative_draft_model_path"]:
+            return
+        quality, step = draft_quality(self.args["speculative_draft_model_path"])
+        if quality is None:
+            return
+        self.draft_quality, self.draft_step = quality, step
+        self.log("[sglang emulator] draft %s: specdec_sim quality %.4g%s, its acceptance follows it"
+                 % (self.args["speculative_draft_model_path"], quality,
+                    "" if step is None else " (training step %d)" % step), "TP0")
 
     def warmup(self) -> None:
         """SGLang's own warm-up request, then "ready"."""
@@ -489,6 +530,10 @@ class SimServer:
             "version": __version__,
             "frontend": "python",
         })
+        if self.spec:
+            # not SGLang's: the share of a fully trained draft's gain this one keeps (its config's specdec_sim)
+            info["sim_draft_quality"] = self.draft_quality
+            info["sim_draft_step"] = self.draft_step
         return info
 
     def model_info(self) -> dict:
