@@ -139,7 +139,28 @@ def _check_stage(stage, field):
         reason = _first(_optional_str(build, key) for key in ('name', 'release', 'version', 'python', 'description'))
         if reason:
             return '%s.sglang_build: %s' % (field, reason)
+    reason = _check_draft_checkpoint(stage.get('draft_checkpoint'), field + '.draft_checkpoint')
+    if reason:
+        return reason
     return _first(_optional_str(stage, key) for key in ('method', 'reason', 'model_path', 'draft_path'))
+
+
+def _check_draft_checkpoint(checkpoint, field):
+    """A stage's draft_checkpoint (issue 18: the drafter checkpoint a stage of a checkpoint sweep measures), the keys
+    the report reads; null for a stage with a single draft. Other keys are tolerated."""
+    if checkpoint is None:
+        return None
+    if not isinstance(checkpoint, dict):
+        return _bad(field, checkpoint, 'an object (the checkpoint the stage measures) or null')
+    reason = _first(_optional_str(checkpoint, key) for key in ('name', 'run', 'source_host', 'source_path', 'path'))
+    if reason:
+        return '%s.%s' % (field, reason)
+    for key in ('step', 'bytes'):
+        if checkpoint.get(key) is not None and not _is_count(checkpoint[key]):
+            return _bad('%s.%s' % (field, key), checkpoint[key], 'a count (an integer, 0 or more) or null')
+    if checkpoint.get('present') is not None and not isinstance(checkpoint['present'], bool):
+        return _bad(field + '.present', checkpoint['present'], 'true or false')
+    return None
 
 
 def _check_datasets(items, field):

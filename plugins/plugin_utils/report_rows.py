@@ -26,6 +26,9 @@ Pure functions of what report_read.read_host returns. Definitions (as in the DFl
   a row's energy_j, powers and J per output token are means over its repeats, output_tokens_per_j has the statistics
   of STAT_METRICS, and energy_ratio is the row's mean J per output token over its speedup baseline's, with Fieller's
   interval over the two sides' per-repeat J per output token. gpu_throttled: any repeat saw a clock event reason.
+- checkpoints (issue 18): a stage of a checkpoint sweep has params.step; its rows carry it as step (null otherwise) and
+  the name of the drafter checkpoint it measured (the plan's draft_checkpoint.name) as checkpoint. The rows of one
+  sweep differ only by step; report_checkpoints compares them.
 """
 
 from __future__ import annotations
@@ -58,8 +61,8 @@ def _stats(metric):
 
 # Every column of results.csv, in order; results.json rows carry the same keys.
 ROW_KEYS = (
-    ('host', 'campaign', 'stage', 'method', 'setting', 'tp', 'budget', 'topk', 'num_draft_tokens', 'dataset', 'temperature',
-     'concurrency', 'status', 'reason', 'repeats', 'output_throughput') +
+    ('host', 'campaign', 'stage', 'method', 'setting', 'tp', 'budget', 'topk', 'num_draft_tokens', 'step', 'checkpoint',
+     'dataset', 'temperature', 'concurrency', 'status', 'reason', 'repeats', 'output_throughput') +
     _stats('output_throughput') + SPEEDUP_KEYS +
     ('noisy', 'baseline_stage', 'accept_length') +
     _stats('accept_length') +
@@ -259,6 +262,7 @@ def stage_rows(host, campaign, entry, pending=None):
         'host': host, 'campaign': campaign, 'stage': stage['id'], 'method': stage.get('method'),
         'setting': setting_label(stage.get('method'), params), 'tp': stage.get('tp'),
         'budget': params.get('budget'), 'topk': params.get('topk'), 'num_draft_tokens': params.get('num_draft_tokens'),
+        'step': params.get('step'), 'checkpoint': (stage.get('draft_checkpoint') or {}).get('name'),
         'reason': reason,
         'gpu_name': gpu_name, 'gpu_count': gpu_count, 'gpus': ','.join(stage.get('gpus') or []) or None,
         'driver': driver, 'cuda': cuda,
@@ -566,7 +570,7 @@ def dataset_records(host_data, rows):
 
 
 def _sort_key(row, method_order):
-    params = (row['budget'] or 0, row['topk'] or 0, row['num_draft_tokens'] or 0)
+    params = (row['budget'] or 0, row['topk'] or 0, row['num_draft_tokens'] or 0, row['step'] or 0)
     return (row['host'], row['dataset'], row['temperature'], row['tp'] or 0, method_order.get(row['method'], len(method_order)),
             params, row['stage'], row['concurrency'] or 0)
 

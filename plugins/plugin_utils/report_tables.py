@@ -27,8 +27,9 @@ import re
 from ansible_collections.specdec.bench.plugins.plugin_utils.report_read import MEASURED
 from ansible_collections.specdec.bench.plugins.plugin_utils.report_rows import METHOD_NAMES, PARAM_NAMES, is_default_run
 
-# The parameters a method's settings can differ in, in the order a setting names them.
-SWEEP_PARAMS = ('budget', 'topk', 'num_draft_tokens')
+# The parameters a method's settings can differ in, in the order a setting names them (step: a drafter checkpoint's
+# training step, issue 18).
+SWEEP_PARAMS = ('budget', 'topk', 'num_draft_tokens', 'step')
 # A dataset whose name holds this gets the per-category table (report['categories']).
 SPEC_BENCH = 'spec-bench'
 DEFAULT_NOISY_CV = 0.05
@@ -84,7 +85,7 @@ def _rank(row):
     return (row.get('speedup') is not None, row.get('speedup') or 0.0, row.get('accept_length') or 0.0)
 
 
-def _prompts(report, host, dataset, rows):
+def prompt_count(report, host, dataset, rows):
     """A dataset's prompt count: its record's (num_prompts, else count), else the requests of one repeat of a row."""
     for record in report.get('datasets') or []:
         if record.get('host') == host and record.get('name') == dataset:
@@ -97,7 +98,9 @@ def _prompts(report, host, dataset, rows):
     return None
 
 
-def _weighted(rows, method, metric):
+def weighted_mean(rows, method, metric):
+    """The overall row's value: the mean of rows' cells[method][metric] weighted by their prompts (rows without either
+    left out); None when no row has both. report_checkpoints' overall speedup of a checkpoint is this same mean."""
     pairs = [(row['prompts'], row['cells'][method][metric]) for row in rows
              if method in row['cells'] and row['cells'][method][metric] is not None and row['prompts']]
     total = sum(weight for weight, _value in pairs)
@@ -154,15 +157,15 @@ def paper_rows(report):
                 if item['method'] == baseline:
                     cells[baseline].update(speedup=1.0, speedup_ci_low=None, speedup_ci_high=None, speedup_significant=None)
             paper.append({'dataset': dataset, 'temperature': temperature, 'concurrency': concurrency,
-                          'prompts': _prompts(report, host, dataset, at), 'cells': cells})
+                          'prompts': prompt_count(report, host, dataset, at), 'cells': cells})
         overall = {}
         for item in methods:
             chosen = [row['cells'][item['method']] for row in paper if item['method'] in row['cells']]
             same = len(set(cell['choice'] for cell in chosen)) == 1
             overall[item['method']] = dict(((name, chosen[0][name] if same else None) for name in SWEEP_PARAMS),
-                                           speedup=_weighted(paper, item['method'], 'speedup'),
-                                           accept_length=_weighted(paper, item['method'], 'accept_length'),
-                                           energy_ratio=_weighted(paper, item['method'], 'energy_ratio'),
+                                           speedup=weighted_mean(paper, item['method'], 'speedup'),
+                                           accept_length=weighted_mean(paper, item['method'], 'accept_length'),
+                                           energy_ratio=weighted_mean(paper, item['method'], 'energy_ratio'),
                                            choice=chosen[0]['choice'] if same else None)
         energy = any(cell.get('energy_ratio') is not None for row in paper for method, cell in row['cells'].items()
                      if method != baseline)
