@@ -12,6 +12,8 @@ Controller side, the entry point of the specdec.bench.report action: generate. T
   report_stats' intervals), each repeat's row, the per-category rows, speedups over the baseline, the datasets, the
   best settings, the comparison of two campaigns;
 - report_render (CSV, JSON, Markdown, LaTeX) and report_plots (PNG), all in memory;
+- report_checkpoints: of a checkpoint sweep (issue 18), tau and speedup against the training step, the best
+  checkpoint and evaluation.json (written only when a row has a step);
 - here: write_set, the only writer, which writes the files as a set and rewrites a file only when its content
   changed, so a second run with the same results changes nothing.
 """
@@ -23,6 +25,7 @@ import shutil
 import tempfile
 
 from ansible_collections.specdec.bench.plugins.module_utils._common import ID_MAX_LEN, ID_PATTERN, RESULTS_LAYOUT, atomic_write, is_id
+from ansible_collections.specdec.bench.plugins.plugin_utils.report_checkpoints import EVALUATION, checkpoint_report, render_evaluation
 from ansible_collections.specdec.bench.plugins.plugin_utils.report_plots import PLOT_CACHE, read_plot_cache, render_plot_cache, write_plots
 from ansible_collections.specdec.bench.plugins.plugin_utils.report_read import MEASURED, find_hosts, read_host
 from ansible_collections.specdec.bench.plugins.plugin_utils.report_render import (
@@ -95,7 +98,9 @@ def generate(results_root, campaign, output_dir, layout=None, hosts=None, compar
              plots=True, noisy_cv=DEFAULT_NOISY_CV):
     """Read, build and write the report. Returns {'files': {name: path}, 'changed': [names], 'report': report,
     'plots_skipped': reason or None, 'lines': summary lines, 'skipped_files': [{'path', 'reason'}] of this campaign
-    and of compare_to, paths relative to results_root}. The files are written as a set (write_set).
+    and of compare_to, paths relative to results_root, 'evaluation': the path of evaluation.json or None}. The files
+    are written as a set (write_set). evaluation.json is written only when a row has a step (a checkpoint sweep); an
+    earlier one in output_dir is removed when none has.
 
     layout: the file names of the results folders, RESULTS_LAYOUT when None. noisy_cv: the coefficient of variation
     over the repeats above which a row is marked noisy.
@@ -112,7 +117,11 @@ def generate(results_root, campaign, output_dir, layout=None, hosts=None, compar
         hosts = find_hosts(results_root, campaign)
         if not hosts:
             raise ReportError('results_dir %s holds no host with campaign %s; allowed: a campaign collected there' % (results_root, campaign))
-    report = build_report([read_host(results_root, host, campaign, layout) for host in hosts], campaign, baseline_method, noisy_cv)
+    host_data = [read_host(results_root, host, campaign, layout) for host in hosts]
+    report = build_report(host_data, campaign, baseline_method, noisy_cv)
+    checkpoints = checkpoint_report(report, host_data)
+    if checkpoints is not None:  # a checkpoint sweep (issue 18): results.json, report.md and report.tex show it
+        report['checkpoints'] = checkpoints
     # Everything is made in memory first and written as a set at the end: a failure on the way writes nothing.
     outputs, files = {}, {}
 
@@ -138,6 +147,9 @@ def generate(results_root, campaign, output_dir, layout=None, hosts=None, compar
     write('results.json', render_json(report))
     write('report.md', render_markdown(report, plot_files))
     write('report.tex', render_latex(report))
+    evaluation = render_evaluation(report, _file_bytes(os.path.join(output_dir, EVALUATION)))
+    if evaluation is not None:
+        write(EVALUATION, evaluation)
     skipped = list(report['skipped_files'])
     if compare_to is not None:
         before_hosts = chosen if chosen is not None else find_hosts(results_root, compare_to)
@@ -150,6 +162,10 @@ def generate(results_root, campaign, output_dir, layout=None, hosts=None, compar
     if cache is not None:
         outputs[PLOT_CACHE] = render_plot_cache(cache)
     changed = [name for name in write_set(output_dir, outputs) if name != PLOT_CACHE]
+    stale = os.path.join(output_dir, EVALUATION)
+    if evaluation is None and os.path.isfile(stale):  # an earlier report of a sweep: this one has no checkpoint to name
+        os.remove(stale)
+        changed.append(EVALUATION)
     measured = sum(1 for row in report['rows'] if row['status'] == MEASURED)
     lines = ['campaign %s: %d host(s), %d row(s), %d measured, %d stage(s) not measured; report in %s' % (
         campaign, len(hosts), len(report['rows']), measured, len(report['not_measured']), os.path.join(output_dir, 'report.md'))]
@@ -158,7 +174,13 @@ def generate(results_root, campaign, output_dir, layout=None, hosts=None, compar
         lines.append('%s %sTP%s c=%s: best %s %.1f tok/s%s' % (
             best['host'], '%s T=%g ' % (best['dataset'], best['temperature']) if named else '', best['tp'], best['concurrency'],
             best['setting'], best['output_throughput'], ', %.2fx' % best['speedup'] if best['speedup'] is not None else ''))
+    best = (report.get('checkpoints') or {}).get('best')
+    if best is not None:
+        overall = best['checkpoint']['overall']
+        lines.append('%s TP%s %s: best checkpoint %s (step %s), overall speedup %.2fx%s' % (
+            best['host'], best['tp'], best['setting'], best['checkpoint']['name'], best['checkpoint']['step'], overall['speedup'],
+            ' [%.2f, %.2f]' % (overall['speedup_ci_low'], overall['speedup_ci_high']) if overall['speedup_ci_low'] is not None else ''))
     for item in skipped:
         lines.append('skipped %s: %s' % (item['path'], item['reason']))
     return {'files': files, 'changed': changed, 'report': report, 'plots_skipped': plots_skipped, 'lines': lines,
-            'skipped_files': skipped}
+            'skipped_files': skipped, 'evaluation': files.get(EVALUATION)}

@@ -11,6 +11,8 @@ grouped bars per method, and speedup against the DDTree budget with one line per
 intervals over the repeats (none with one repeat).
 With energy measured (issue 17), each host and run also gets tokens per joule against concurrency, one line per
 setting (each method's best when there are more than MAX_THROUGHPUT_LINES), whiskers the 95% intervals.
+A checkpoint sweep (issue 18, report_checkpoints.figure_specs) gets per host, TP and dataset tau and speedup against
+the drafter's training step (checkpoints-<host>-tp<N>-<dataset>.png), one line per setting, whiskers the intervals.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import os
 import re
 
 from ansible_collections.specdec.bench.plugins.module_utils._common import file_sha256, temperature_tag
+from ansible_collections.specdec.bench.plugins.plugin_utils.report_checkpoints import figure_specs as checkpoint_figures
 from ansible_collections.specdec.bench.plugins.plugin_utils.report_read import MEASURED
 from ansible_collections.specdec.bench.plugins.plugin_utils.report_render import named_runs
 from ansible_collections.specdec.bench.plugins.plugin_utils.report_rows import BASELINE_METHOD, METHOD_NAMES
@@ -139,7 +142,7 @@ def plot_figures(report):
                 runs.append((row['dataset'], row['temperature']))
         for run in runs:
             figures += _run_figures(report, host['host'], run, named, methods, baseline_label)
-    return figures + paper_figures(report)
+    return figures + paper_figures(report) + checkpoint_figures(report)
 
 
 def _interval(cell, metric):
@@ -393,12 +396,39 @@ def _draw_budget_per_dataset(spec):
     return _png(figure)
 
 
-_PAPER_DRAW = {'per_dataset': _draw_per_dataset, 'budget_per_dataset': _draw_budget_per_dataset, 'energy': _draw_energy}
+def _draw_checkpoints(spec):
+    """Two panels, tau and speedup against the training step, one line per setting, whiskers the 95% intervals; the
+    baseline is the dotted speedup 1.0 line."""
+    figure, axes = _new_figure(2)
+    colors = {}
+    for axis, panel in zip(axes, spec['panels']):
+        for legend, points in panel['lines']:
+            color = colors.setdefault(legend, 'C%d' % (len(colors) % 10))
+            values = [point[1:] for point in points]
+            axis.errorbar([point[0] for point in points], [value[0] for value in values], yerr=_whiskers(values), marker='o',
+                          capsize=2, color=color, label=legend)
+        if panel['metric'] == 'speedup':
+            axis.axhline(1.0, linestyle=':', linewidth=0.8, color='black', label='%s (1.0x)' % spec['baseline'])
+        if not panel['lines']:
+            axis.text(0.5, 0.5, 'no %s measured' % panel['label'], transform=axis.transAxes, ha='center', va='center',
+                      fontsize=9, color='grey')
+        axis.set_xlabel('training step of the drafter checkpoint')
+        axis.set_ylabel(panel['label'])
+        axis.set_title(panel['label'], fontsize=9, y=1.0)
+        axis.grid(True, alpha=0.3)
+    _figure_legend(figure, axes)
+    figure.suptitle(spec['title'], fontsize=10)
+    return _png(figure)
+
+
+_PAPER_DRAW = {'per_dataset': _draw_per_dataset, 'budget_per_dataset': _draw_budget_per_dataset, 'energy': _draw_energy,
+               'checkpoints': _draw_checkpoints}
 
 
 def write_plots(report, output_dir, write, keep=None, cache=None):
     """Draw the plots; {(host, dataset, temperature, 'speedup'|'accept_length'|'throughput'|'energy'): file name}, plus
-    {report_tables.figure_key(host, tp, 'per_dataset'|'speedup_vs_budget_per_dataset'): file name}, and the new cache.
+    {report_tables.figure_key(host, tp, 'per_dataset'|'speedup_vs_budget_per_dataset'): file name} and
+    {report_checkpoints.figure_key(host, tp, dataset): file name}, and the new cache.
 
     write(name, data) stores a drawn file, keep(name) registers one left as it is. A figure whose input (and the drawing
     code's PLOT_STYLE) is what cache says it was when its file, still unchanged, was drawn is not drawn again: the same

@@ -7,7 +7,7 @@
 Pure functions of the report that report_rows.build_report makes (and of compare_rows' rows). Text from a host is
 escaped in report.md and report.tex. A report whose every run is ('random', temperature 0) (no datasets in the spec,
 or a campaign from before them) reads as it always did; any other run adds the datasets section and names the dataset
-and temperature of each table.
+and temperature of each table. A checkpoint sweep (issue 18) adds the Checkpoints section (report_checkpoints).
 """
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ import io
 import json
 import re
 
+from ansible_collections.specdec.bench.plugins.plugin_utils.report_checkpoints import latex_sections as checkpoint_latex
+from ansible_collections.specdec.bench.plugins.plugin_utils.report_checkpoints import markdown_sections as checkpoint_markdown
 from ansible_collections.specdec.bench.plugins.plugin_utils.report_read import MEASURED
 from ansible_collections.specdec.bench.plugins.plugin_utils.report_rows import INVALID, METHOD_NAMES, ROW_KEYS, is_default_run
 from ansible_collections.specdec.bench.plugins.plugin_utils.report_tables import latex_sections, markdown_sections
@@ -224,6 +226,7 @@ def render_markdown(report, plots=None):
                 _fmt(best['output_throughput'], 1), _fmt(best['speedup'], 2, '×'), _tau(best)))
         lines.append('')
     lines += markdown_sections(report, plots)  # the papers' layout (report_tables), [] when there is nothing to show
+    lines += checkpoint_markdown(report, plots)  # a checkpoint sweep (report_checkpoints), [] without one
     for host in report['hosts']:
         env = host['environment']
         lines += ['## Host %s' % _md_code(host['host']), '']
@@ -526,6 +529,7 @@ def render_latex(report):
     baseline = METHOD_NAMES.get(report['baseline_method'], report['baseline_method'])
     named, per_request = named_runs(report['rows']), _per_request(report['rows'])
     out += latex_sections(report)  # the papers' layout (report_tables), [] when there is nothing to show
+    out += checkpoint_latex(report)  # a checkpoint sweep (report_checkpoints), [] without one
     for (host, dataset, temperature, tp), group in groups.items():
         if not any(row['status'] == MEASURED for row in group['cells'].values()):
             continue

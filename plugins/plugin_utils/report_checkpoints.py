@@ -1,0 +1,334 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, specdec.bench developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The campaign report of a checkpoint sweep (issue 18): tau and speedup against the drafter's training step, the best
+checkpoint, and evaluation.json.
+
+A stage of a checkpoint sweep has params.step (the plan gives it to the stages of a method that uses a draft when the
+draft is a list, a checkpoint set or a glob) and draft_checkpoint {name, step, run, ...}; its rows carry step and
+checkpoint (report_rows). Rows of one host, TP, method and other parameters differ only by step: one "line" per
+method setting (the setting without its step, 'DFlash n=16').
+
+Pure functions of the report (report_rows.build_report) and of what report_read.read_host returned:
+- checkpoint_report: the sweep as data, None when no row has a step (nothing changes for such a campaign). Per host
+  and TP one table at the lowest temperature its checkpoint rows have (0 when measured) and the lowest concurrency
+  measured there; per line and step the cells of each dataset (report_tables' cells: speedup and tau with their 95%
+  intervals) and the overall values: the mean over the datasets weighted by their prompt counts, exactly as the
+  papers' overall row (report_tables.weighted_mean), given only when every dataset of the table has the value. The
+  overall speedup's and tau's intervals are the same weighted mean of the datasets' interval ends (at least as wide as
+  the interval of the weighted mean of independent datasets). The best checkpoint of a line is the one with the highest overall
+  speedup (the lowest step of equals); the report's best is the best of every line.
+- markdown_sections / latex_sections: the "Checkpoints" section of report.md and report.tex, [] without a sweep;
+- evaluation / render_evaluation: evaluation.json, the small summary the evaluation copies to the training host.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+
+from ansible_collections.specdec.bench.plugins.plugin_utils.report_read import MEASURED
+from ansible_collections.specdec.bench.plugins.plugin_utils.report_rows import METHOD_NAMES, setting_label
+from ansible_collections.specdec.bench.plugins.plugin_utils.report_tables import (
+    _cell, _escapes, _md_value, _tex_size, _tex_label, _tex_value, prompt_count, weighted_mean)
+
+STEP = 'step'
+EVALUATION = 'evaluation.json'
+# The metrics of a checkpoint's cell that evaluation.json gives per dataset (tau is report_rows' accept_length).
+EVALUATION_METRICS = (('tau', 'accept_length'), ('tau_ci_low', 'accept_length_ci_low'), ('tau_ci_high', 'accept_length_ci_high'),
+                      ('speedup', 'speedup'), ('speedup_ci_low', 'speedup_ci_low'), ('speedup_ci_high', 'speedup_ci_high'))
+OVERALL_NOTE = 'weighted by prompts as the overall row of the papers\' table'
+
+
+def _measured(row):
+    return row['status'] == MEASURED and row.get('output_throughput') is not None
+
+
+def line_setting(stage):
+    """'DFlash n=16': how a paper names the setting of a stage, its step left out (the line its checkpoints make)."""
+    params = dict((name, value) for name, value in (stage.get('params') or {}).items() if name != STEP)
+    return setting_label(stage.get('method'), params)
+
+
+def _overall(entry, datasets, prompts):
+    """The overall values of one checkpoint: report_tables.weighted_mean over the datasets' cells, each only when every
+    dataset has it (a checkpoint measured on fewer datasets is not compared on a different mix)."""
+    rows = [{'prompts': prompts.get(dataset), 'cells': {'it': entry['cells'].get(dataset) or {}}} for dataset in datasets]
+    out = {}
+    for metric in ('speedup', 'speedup_ci_low', 'speedup_ci_high', 'accept_length', 'accept_length_ci_low', 'accept_length_ci_high'):
+        complete = all(row['prompts'] and row['cells']['it'].get(metric) is not None for row in rows)
+        out[metric] = weighted_mean(rows, 'it', metric) if complete and rows else None
+    for metric in ('speedup', 'accept_length'):
+        if out[metric] is None:
+            out[metric + '_ci_low'] = out[metric + '_ci_high'] = None
+    return out
+
+
+def checkpoint_report(report, host_data):
+    """The checkpoint sweep of the report as data; None when no row has a step.
+
+    {'tables': [{'host', 'tp', 'temperature', 'concurrency', 'datasets': [...], 'prompts': {dataset: count},
+      'lines': [{'method', 'setting', 'checkpoints': [{'step', 'name', 'run', 'stage', 'cells': {dataset: cell},
+      'overall': {'speedup', 'accept_length', each with _ci_low, _ci_high}}], 'best': a checkpoint or None}]}],
+     'best': {'host', 'tp', 'method', 'setting', 'checkpoint'} or None, 'run': the training run or None}
+    A cell is report_tables' (speedup and accept_length with their _ci_low, _ci_high); a dataset a checkpoint was not
+    measured on has none. Lines and checkpoints are in row order (steps ascending).
+    """
+    stages = dict(((data['host'], entry['stage']['id']), entry['stage']) for data in host_data for entry in data['stages'])
+    swept = [row for row in report['rows'] if row.get(STEP) is not None]
+    if not swept:
+        return None
+    groups = {}
+    for row in swept:
+        groups.setdefault((row['host'], row['tp']), []).append(row)
+    tables, candidates, runs = [], [], []
+    for (host, tp), rows in groups.items():
+        measured = [row for row in rows if _measured(row)] or rows
+        temperature = min(row['temperature'] for row in measured)
+        concurrency = min(row['concurrency'] for row in measured if row['temperature'] == temperature)
+        at = [row for row in rows if (row['temperature'], row['concurrency']) == (temperature, concurrency)]
+        datasets = []
+        for row in at:
+            if row['dataset'] not in datasets:
+                datasets.append(row['dataset'])
+        prompts = dict((dataset, prompt_count(report, host, dataset, [row for row in at if row['dataset'] == dataset]))
+                       for dataset in datasets)
+        lines = {}
+        for row in at:
+            stage = stages.get((host, row['stage'])) or {'method': row['method'], 'params': {}}
+            key = (row['method'], line_setting(stage))
+            line = lines.setdefault(key, {'method': key[0], 'setting': key[1], 'checkpoints': {}})
+            checkpoint = (stage.get('draft_checkpoint') or {})
+            entry = line['checkpoints'].setdefault(row[STEP], {'step': row[STEP], 'name': row.get('checkpoint'),
+                                                                'run': checkpoint.get('run'), 'stage': row['stage'], 'cells': {}})
+            if entry['run'] is not None and entry['run'] not in runs:
+                runs.append(entry['run'])
+            if _measured(row) and row['dataset'] not in entry['cells']:
+                entry['cells'][row['dataset']] = _cell(row, ())
+        table = {'host': host, 'tp': tp, 'temperature': temperature, 'concurrency': concurrency, 'datasets': datasets,
+                 'prompts': prompts, 'lines': []}
+        for line in lines.values():
+            checkpoints = [line['checkpoints'][step] for step in sorted(line['checkpoints'])]
+            best = None
+            for entry in checkpoints:
+                entry['overall'] = _overall(entry, datasets, prompts)
+                if entry['overall']['speedup'] is not None and (best is None or entry['overall']['speedup'] > best['overall']['speedup']):
+                    best = entry
+            table['lines'].append({'method': line['method'], 'setting': line['setting'], 'checkpoints': checkpoints, 'best': best})
+            if best is not None:
+                candidates.append({'host': host, 'tp': tp, 'method': line['method'], 'setting': line['setting'], 'checkpoint': best})
+        tables.append(table)
+    best = None
+    for candidate in candidates:  # the first of equals: the row order's
+        if best is None or candidate['checkpoint']['overall']['speedup'] > best['checkpoint']['overall']['speedup']:
+            best = candidate
+    run = best['checkpoint']['run'] if best is not None and best['checkpoint']['run'] is not None else (runs[0] if runs else None)
+    return {'tables': tables, 'best': best, 'run': run}
+
+
+def _utc_now():
+    return datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%dT%H:%M:%SZ')
+
+
+def evaluation(report, generated=None):
+    """evaluation.json's document of a report with checkpoint_report's data in report['checkpoints']; None without it.
+
+    {campaign, generated (UTC ISO), run, best: {host, tp, method, setting, step, name, speedup, speedup_ci_low,
+     speedup_ci_high, tau, dataset: 'overall'} or null (no speedup measured), checkpoints: [{step, name, run, host, tp,
+     method, setting, datasets: {dataset: {tau, tau_ci_low, tau_ci_high, speedup, speedup_ci_low, speedup_ci_high,
+     concurrency, temperature}}, overall_speedup, overall_speedup_ci_low, overall_speedup_ci_high, overall_tau}],
+     report: 'report.md'}; a dataset a checkpoint was not measured on is left out of its datasets.
+    """
+    data = report.get('checkpoints')
+    if not data:
+        return None
+    checkpoints = []
+    for table in data['tables']:
+        for line in table['lines']:
+            for entry in line['checkpoints']:
+                datasets = {}
+                for dataset in table['datasets']:
+                    cell = entry['cells'].get(dataset)
+                    if cell is not None:
+                        datasets[dataset] = dict(((name, cell.get(key)) for name, key in EVALUATION_METRICS),
+                                                 concurrency=table['concurrency'], temperature=table['temperature'])
+                checkpoints.append({'step': entry['step'], 'name': entry['name'], 'run': entry['run'], 'host': table['host'],
+                                    'tp': table['tp'], 'method': line['method'], 'setting': line['setting'], 'datasets': datasets,
+                                    'overall_speedup': entry['overall']['speedup'],
+                                    'overall_speedup_ci_low': entry['overall']['speedup_ci_low'],
+                                    'overall_speedup_ci_high': entry['overall']['speedup_ci_high'],
+                                    'overall_tau': entry['overall']['accept_length']})
+    best = None
+    if data['best'] is not None:
+        chosen = data['best']['checkpoint']
+        best = {'host': data['best']['host'], 'tp': data['best']['tp'], 'method': data['best']['method'],
+                'setting': data['best']['setting'], 'step': chosen['step'], 'name': chosen['name'],
+                'speedup': chosen['overall']['speedup'], 'speedup_ci_low': chosen['overall']['speedup_ci_low'],
+                'speedup_ci_high': chosen['overall']['speedup_ci_high'], 'tau': chosen['overall']['accept_length'],
+                'dataset': 'overall'}
+    return {'campaign': report['campaign'], 'generated': generated or _utc_now(), 'run': data['run'], 'best': best,
+            'checkpoints': checkpoints, 'report': 'report.md'}
+
+
+def render_evaluation(report, previous=None, generated=None):
+    """evaluation.json's bytes, or None without a checkpoint sweep. previous: the bytes of the evaluation.json already in
+    the report folder: when it says the same apart from its generated time, that time is kept, so the same results
+    rewrite nothing."""
+    doc = evaluation(report, generated)
+    if doc is None:
+        return None
+    try:
+        old = json.loads(previous) if previous else None
+    except ValueError:
+        old = None
+    if isinstance(old, dict) and isinstance(old.get('generated'), str) and dict(old, generated=doc['generated']) == doc:
+        doc['generated'] = old['generated']
+    return (json.dumps(doc, indent=2, allow_nan=False) + '\n').encode('utf-8')
+
+
+def figure_key(host, tp, dataset):
+    """The key of a checkpoint figure in write_plots' {key: file name}: 'TP<n>' is never a dataset name (ids are
+    lower case), so no other figure's key is the same."""
+    return (host, 'TP%s' % tp, dataset, 'checkpoints')
+
+
+def _interval_text(low, high):
+    return '' if low is None or high is None else ' [%.2f, %.2f]' % (low, high)
+
+
+def best_sentence(line, escape=None, tau='τ', times='×'):
+    """'Best checkpoint of DFlash n=16: checkpoint-500 (step 500), overall speedup 3.10× [2.90, 3.30], τ 5.21, weighted
+    by prompts as the overall row of the papers' table.' of one line. escape: applied to the text parts (md_escape,
+    tex_escape), tau and times: how the symbols are written (LaTeX: math mode)."""
+    escape = escape or (lambda text: text)
+    best = line['best']
+    if best is None:
+        return escape('Best checkpoint of %s: none (no overall speedup: the baseline or a dataset was not measured).' % line['setting'])
+    overall = best['overall']
+    text = '%s%s (step %s), overall speedup %.2f' % (
+        escape('Best checkpoint of %s: ' % line['setting']), escape(best['name'] or best['stage']), best['step'], overall['speedup'])
+    text += times + _interval_text(overall['speedup_ci_low'], overall['speedup_ci_high'])
+    if overall['accept_length'] is not None:
+        text += ', %s %.2f' % (tau, overall['accept_length'])
+    return text + escape(', %s.' % OVERALL_NOTE)
+
+
+def _section_note(report):
+    base = METHOD_NAMES.get(report['baseline_method'], report['baseline_method'])
+    return ('Each drafter checkpoint of a checkpoint sweep (a stage per checkpoint, named by its training step) at the lowest '
+            'temperature and concurrency measured: speedup over %s and τ per dataset, the mean over the repeats ± half '
+            'its 95%% interval (Student t for τ, Fieller\'s for the speedup); overall: the datasets\' values averaged with '
+            'their prompt counts as weights, as the overall row of the papers\' table, given when every dataset was '
+            'measured (its interval: the same average of the interval ends). The best checkpoint has the highest overall '
+            'speedup; `evaluation.json` holds these numbers.' % base)
+
+
+def markdown_sections(report, plots=None):
+    """report.md's Checkpoints section: per host and TP the table of steps against datasets, the best checkpoint of each
+    setting in a sentence, the figures (write_plots' {figure_key: file name} as plots). [] without a sweep."""
+    md_escape, _tex = _escapes()
+    data = report.get('checkpoints')
+    if not data:
+        return []
+    plots = plots or {}
+    lines = ['## Checkpoints', '', _section_note(report), '']
+    for table in data['tables']:
+        lines += ['### %s TP%s: checkpoints (T=%g, c=%s)' % (md_escape(table['host']), table['tp'], table['temperature'],
+                                                              table['concurrency']), '']
+        head = ['setting', 'step', 'checkpoint']
+        for dataset in table['datasets']:
+            head += ['%s speedup' % md_escape(dataset), '%s τ' % md_escape(dataset)]
+        head += ['overall speedup', 'overall τ']
+        lines += ['| %s |' % ' | '.join(head), '| --- | ---: | --- |%s' % (' ---: |' * (len(head) - 3))]
+        for line in table['lines']:
+            for entry in line['checkpoints']:
+                values = [md_escape(line['setting']), '%s' % entry['step'], md_escape(entry['name'] or '–')]
+                if line['best'] is entry:
+                    values[2] = '**%s**' % values[2]
+                for dataset in table['datasets']:
+                    cell = entry['cells'].get(dataset)
+                    values += [_md_value(cell, 'speedup', suffix='×'), _md_value(cell, 'accept_length')]
+                values += [_md_value(entry['overall'], 'speedup', suffix='×'), _md_value(entry['overall'], 'accept_length')]
+                lines.append('| %s |' % ' | '.join(values))
+        lines.append('')
+        for line in table['lines']:
+            lines += [best_sentence(line, md_escape), '']
+        for dataset in table['datasets']:
+            plot = plots.get(figure_key(table['host'], table['tp'], dataset))
+            if plot:
+                lines += ['![τ and speedup vs training step, %s](%s)' % (md_escape(dataset), plot), '']
+    return lines
+
+
+def latex_sections(report):
+    """report.tex's Checkpoints tables: per host and TP a booktabs table of steps against datasets (speedup and tau), the
+    best checkpoint of each setting named in the caption. [] without a sweep."""
+    _md, tex_escape = _escapes()
+    data = report.get('checkpoints')
+    if not data:
+        return []
+    base = tex_escape(METHOD_NAMES.get(report['baseline_method'], report['baseline_method']))
+    out = []
+    for table in data['tables']:
+        body = []
+        for line in table['lines']:
+            for entry in line['checkpoints']:
+                values = [tex_escape(line['setting']), '%s' % entry['step'], tex_escape(entry['name'] or '--')]
+                if line['best'] is entry:
+                    values[2] = r'\textbf{%s}' % values[2]
+                for dataset in table['datasets']:
+                    cell = entry['cells'].get(dataset)
+                    values += [_tex_value(cell, 'speedup'), _tex_value(cell, 'accept_length')]
+                values += [_tex_value(entry['overall'], 'speedup'), _tex_value(entry['overall'], 'accept_length')]
+                body.append(values)
+        first = ['Setting', 'Step', 'Checkpoint'] + [r'\multicolumn{2}{c}{%s}' % tex_escape(dataset)
+                                                     for dataset in table['datasets'] + ['overall']]
+        second = ['', '', ''] + [r'$\times$', r'$\tau$'] * (len(table['datasets']) + 1)
+        size, gap, _fits = _tex_size([second] + body)
+        spans = ' '.join(r'\cmidrule(lr){%d-%d}' % (4 + 2 * number, 5 + 2 * number) for number in range(len(table['datasets']) + 1))
+        best = ' '.join(best_sentence(line, tex_escape, r'$\tau$', r'$\times$') for line in table['lines'])
+        caption = (r'%s, TP%s, $T=%g$, concurrency %s: speedup over %s and acceptance length $\tau$ per dataset of each '
+                   r'drafter checkpoint (mean $\pm$ half its 95\%% interval; overall: weighted by the prompt counts of the '
+                   r'datasets). %s' % (tex_escape(table['host']), table['tp'], table['temperature'], table['concurrency'], base, best))
+        out += ['', r'\begin{table}[ht]', r'\centering', size, r'\setlength{\tabcolsep}{%gpt}' % gap,
+                r'\begin{tabular}{lrl%s}' % ('rr' * (len(table['datasets']) + 1)), r'\toprule',
+                ' & '.join(first) + r' \\', spans, ' & '.join(second) + r' \\', r'\midrule']
+        out += ['%s \\\\' % ' & '.join(values) for values in body]
+        out += [r'\bottomrule', r'\end{tabular}', r'\caption{%s}' % caption,
+                r'\label{tab:%s}' % _tex_label(report['campaign'], table['host'], 'tp%s' % table['tp'], 'checkpoints'), r'\end{table}']
+    return out
+
+
+def figure_specs(report):
+    """The checkpoint figures as plain data: [(file name, figure_key, spec)], one per host, TP and dataset: two panels,
+    tau and speedup against the step, one line per setting, whiskers the 95% intervals where repeats exist, the
+    baseline as the speedup 1.0 line."""
+    data = report.get('checkpoints')
+    if not data:
+        return []
+    baseline = METHOD_NAMES.get(report['baseline_method'], report['baseline_method'])
+    figures = []
+    for table in data['tables']:
+        for dataset in table['datasets']:
+            panels = []
+            for metric, label in (('accept_length', 'acceptance length τ'), ('speedup', 'speedup over %s' % baseline)):
+                lines = []
+                for line in table['lines']:
+                    points = [(entry['step'], entry['cells'][dataset][metric], entry['cells'][dataset].get(metric + '_ci_low'),
+                               entry['cells'][dataset].get(metric + '_ci_high'))
+                              for entry in line['checkpoints']
+                              if dataset in entry['cells'] and entry['cells'][dataset].get(metric) is not None]
+                    if points:
+                        lines.append((line['setting'], points))
+                panels.append({'metric': metric, 'label': label, 'lines': lines})
+            safe = '-'.join(_safe(part) for part in (table['host'], 'tp%s' % table['tp'], dataset))
+            figures.append(('checkpoints-%s.png' % safe, figure_key(table['host'], table['tp'], dataset), {
+                'kind': 'checkpoints', 'panels': panels, 'baseline': baseline,
+                'title': 'τ and speedup vs training step, %s TP%s, %s at T=%g, c=%s (campaign %s)' % (
+                    table['host'], table['tp'], dataset, table['temperature'], table['concurrency'], report['campaign'])}))
+    return figures
+
+
+def _safe(text):
+    return ''.join(char if char.isascii() and (char.isalnum() or char in '._-') else '_' for char in str(text))
