@@ -18,6 +18,7 @@ from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
 from ansible_collections.specdec.bench.plugins.plugin_utils.report import BASELINE_METHOD, ReportError, generate
+from ansible_collections.specdec.bench.plugins.plugin_utils.report_checkpoints import evaluation
 from ansible_collections.specdec.bench.plugins.plugin_utils.report_rows import DEFAULT_NOISY_CV
 
 display = Display()
@@ -81,6 +82,9 @@ class ActionModule(ActionBase):
             summary_lines=made['lines'],
             skipped_files=skipped,
         )
+        if made['evaluation']:  # a checkpoint sweep (issue 18): its summary, for the training host
+            result['evaluation'] = made['evaluation']
+            result['best_checkpoint'] = evaluation(report)['best']
         if made['plots_skipped']:
             result['plots_skipped'] = made['plots_skipped']
             if plots:

@@ -40,6 +40,10 @@ description:
   - The files are written as a set. All are made first; the changed ones are written into a temporary folder inside
     O(output_dir) and only then renamed into place, so a failure leaves the previous report whole.
   - The plots need matplotlib on the controller; without it the other files are written and RV(plots_skipped) says why.
+  - "Checkpoint sweeps (stages with C(params.step), one per drafter checkpoint): the rows carry C(step) and
+    C(checkpoint), C(report.md) and C(report.tex) get a Checkpoints section per host and TP (speedup and tau per step
+    and dataset, the best checkpoint by overall speedup named), C(checkpoints-<host>-tp<N>-<dataset>.png) plots tau and
+    speedup against the step, and C(evaluation.json) sums it up (RV(evaluation)). Without steps none of this appears."
   - In check mode the report is written too, since it changes no host, only files on the controller.
 author:
   - specdec.bench developers (!UNKNOWN)
@@ -176,6 +180,24 @@ skipped_files:
       description: Why it was skipped (unreadable, not valid JSON, or which field is not what the stage writes).
       type: str
   sample: [{path: /work/results/ct200/qwen36-ct200/tp1-autoregressive/status.json, reason: "the document is a list; allowed: an object"}]
+evaluation:
+  description:
+    - Path of C(evaluation.json), written when the campaign is a checkpoint sweep (its stages have C(params.step)); it
+      holds the best checkpoint and each checkpoint's tau and speedup per dataset, the summary the evaluation copies to
+      the training host. Also listed in RV(files).
+  returned: when a row has a step
+  type: str
+  sample: /work/reports/dflash-eval/evaluation.json
+  version_added: 0.5.0
+best_checkpoint:
+  description:
+    - The checkpoint with the highest overall speedup (the mean over the datasets weighted by their prompt counts, at
+      the lowest temperature and concurrency measured), as C(evaluation.json)'s C(best); null when no speedup was measured.
+  returned: when a row has a step
+  type: dict
+  sample: {host: ct200, tp: 1, method: dflash, setting: DFlash n=16, step: 500, name: checkpoint-500, speedup: 3.1,
+           speedup_ci_low: 2.9, speedup_ci_high: 3.3, tau: 5.2, dataset: overall}
+  version_added: 0.5.0
 plots_skipped:
   description: Why no plots were drawn, when none were.
   returned: when no plots were drawn
