@@ -49,7 +49,8 @@ DRAFT_SET_KEYS = ('run', 'host', 'every', 'last', 'root')
 DRAFT_FORMS = ('a path or {path, bytes} (one draft); a list of paths or {path, bytes, step}, {glob, every, last}, or '
                '{run, host, every, last, root} (a sweep of checkpoints)')
 # a checkpoint's step in stage ids and params: tp1-dflash-n16-s400
-STEP_PARAM, STEP_SHORT = 'step', 's'
+STEP_PARAM = 'step'
+STEP_SHORT = 's'
 DEFAULT_CHECKPOINT_DIR = '/var/lib/specdec/checkpoints'
 DEFAULT_CHECKPOINT_MIN_FREE_GIB = 1
 TP_KEYS = ('size', 'gpus', 'id')
