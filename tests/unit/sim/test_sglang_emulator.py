@@ -1147,9 +1147,9 @@ def test_a_server_started_with_a_checkpoint_accepts_as_its_quality_says(tmp_path
             emu.wait_ready()
             taus.append(mean_accept(emu, MATH + CHAT))
             infos.append(emu.get_json("/server_info"))
-            stdout = emu.stdout()
         finally:
             emu.stop()
+        stdout = emu.stdout()
         if name != "demo":
             config = json.loads((Path(draft) / "config.json").read_text())
             assert infos[-1]["sim_draft_quality"] == config["specdec_sim"]["quality"]

@@ -103,13 +103,12 @@ def draft_quality(path: Optional[str]):
     if not config or "specdec_sim" not in config:
         return None, None
     sim = config["specdec_sim"]
+    quality = sim.get("quality", 1.0) if isinstance(sim, dict) else None
     problem = None
     if not isinstance(sim, dict):
         problem = "specdec_sim must be an object with a quality from 0 to 1, got %s" % json.dumps(sim)
-    else:
-        quality = sim.get("quality", 1.0)
-        if isinstance(quality, bool) or not isinstance(quality, (int, float)) or not 0.0 <= quality <= 1.0:
-            problem = "specdec_sim.quality must be a number from 0 to 1, got %s" % json.dumps(quality)
+    elif isinstance(quality, bool) or not isinstance(quality, (int, float)) or not 0.0 <= quality <= 1.0:
+        problem = "specdec_sim.quality must be a number from 0 to 1, got %s" % json.dumps(quality)
     if problem:
         raise StartupError(_traceback(
             "ValueError: Invalid draft model config %s: %s" % (config_path, problem), "get_config",
