@@ -99,7 +99,7 @@ def checkpoint_report(report, host_data):
             stage = stages.get((host, row['stage'])) or {'method': row['method'], 'params': {}}
             key = (row['method'], line_setting(stage))
             line = lines.setdefault(key, {'method': key[0], 'setting': key[1], 'checkpoints': {}})
-            checkpoint = (stage.get('draft_checkpoint') or {})
+            checkpoint = stage.get('draft_checkpoint') or {}
             entry = line['checkpoints'].setdefault(row[STEP], {'step': row[STEP], 'name': row.get('checkpoint'),
                                                                 'run': checkpoint.get('run'), 'stage': row['stage'], 'cells': {}})
             if entry['run'] is not None and entry['run'] not in runs:
