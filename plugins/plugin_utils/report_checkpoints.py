@@ -100,8 +100,8 @@ def checkpoint_report(report, host_data):
             key = (row['method'], line_setting(stage))
             line = lines.setdefault(key, {'method': key[0], 'setting': key[1], 'checkpoints': {}})
             checkpoint = stage.get('draft_checkpoint') or {}
-            entry = line['checkpoints'].setdefault(row[STEP], {'step': row[STEP], 'name': row.get('checkpoint'),
-                                                                'run': checkpoint.get('run'), 'stage': row['stage'], 'cells': {}})
+            entry = line['checkpoints'].setdefault(row[STEP], {
+                'step': row[STEP], 'name': row.get('checkpoint'), 'run': checkpoint.get('run'), 'stage': row['stage'], 'cells': {}})
             if entry['run'] is not None and entry['run'] not in runs:
                 runs.append(entry['run'])
             if _measured(row) and row['dataset'] not in entry['cells']:
@@ -110,19 +110,16 @@ def checkpoint_report(report, host_data):
                  'prompts': prompts, 'lines': []}
         for line in lines.values():
             checkpoints = [line['checkpoints'][step] for step in sorted(line['checkpoints'])]
-            best = None
             for entry in checkpoints:
                 entry['overall'] = _overall(entry, datasets, prompts)
-                if entry['overall']['speedup'] is not None and (best is None or entry['overall']['speedup'] > best['overall']['speedup']):
-                    best = entry
+            ranked = [entry for entry in checkpoints if entry['overall']['speedup'] is not None]
+            best = max(ranked, key=lambda entry: entry['overall']['speedup']) if ranked else None  # max: the lowest step of equals
             table['lines'].append({'method': line['method'], 'setting': line['setting'], 'checkpoints': checkpoints, 'best': best})
             if best is not None:
                 candidates.append({'host': host, 'tp': tp, 'method': line['method'], 'setting': line['setting'], 'checkpoint': best})
         tables.append(table)
-    best = None
-    for candidate in candidates:  # the first of equals: the row order's
-        if best is None or candidate['checkpoint']['overall']['speedup'] > best['checkpoint']['overall']['speedup']:
-            best = candidate
+    # max keeps the first of equals: the row order's
+    best = max(candidates, key=lambda candidate: candidate['checkpoint']['overall']['speedup']) if candidates else None
     run = best['checkpoint']['run'] if best is not None and best['checkpoint']['run'] is not None else (runs[0] if runs else None)
     return {'tables': tables, 'best': best, 'run': run}
 
@@ -179,11 +176,11 @@ def render_evaluation(report, previous=None, generated=None):
     if doc is None:
         return None
     try:
-        old = json.loads(previous) if previous else None
+        old = json.loads(previous) if previous else {}
     except ValueError:
-        old = None
+        old = {}
     if isinstance(old, dict) and isinstance(old.get('generated'), str) and dict(old, generated=doc['generated']) == doc:
-        doc['generated'] = old['generated']
+        doc['generated'] = old.get('generated')
     return (json.dumps(doc, indent=2, allow_nan=False) + '\n').encode('utf-8')
 
 
@@ -234,8 +231,8 @@ def markdown_sections(report, plots=None):
     plots = plots or {}
     lines = ['## Checkpoints', '', _section_note(report), '']
     for table in data['tables']:
-        lines += ['### %s TP%s: checkpoints (T=%g, c=%s)' % (md_escape(table['host']), table['tp'], table['temperature'],
-                                                              table['concurrency']), '']
+        lines += ['### %s TP%s: checkpoints (T=%g, c=%s)' % (
+            md_escape(table['host']), table['tp'], table['temperature'], table['concurrency']), '']
         head = ['setting', 'step', 'checkpoint']
         for dataset in table['datasets']:
             head += ['%s speedup' % md_escape(dataset), '%s τ' % md_escape(dataset)]
