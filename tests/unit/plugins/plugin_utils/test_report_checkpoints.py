@@ -55,7 +55,7 @@ def checkpoint_of(step):
             'bytes': 263168, 'present': True}
 
 
-def make_sweep(root, campaign, seed=5):
+def make_sweep(root, campaign, seed=5, faults=None):
     """The sweep's collected results: synth's campaign with the step in the stage ids (-s<step>) and params, and
     campaign.json's stages given their draft_checkpoint and draft_path as the plan writes them (server_info.json's
     draft too)."""
@@ -63,7 +63,7 @@ def make_sweep(root, campaign, seed=5):
         patch.setitem(synth.SHORT, 'step', 's')
         patch.setattr(synth, 'tau_and_cost', checkpoint_tau_and_cost)
         synth.make_campaign(root, 'ct200', campaign, MATRIX, concurrency=CONCURRENCY, num_prompts=PROMPTS, datasets=DATASETS,
-                            temperatures=TEMPERATURES, repeats=REPEATS, seed=seed)
+                            temperatures=TEMPERATURES, repeats=REPEATS, seed=seed, faults=faults)
     path = Path(root) / 'ct200' / campaign / synth.LAYOUT['campaign']
     plan = json.loads(path.read_text())
     for stage in plan['stages']:
@@ -72,7 +72,8 @@ def make_sweep(root, campaign, seed=5):
             stage['draft_checkpoint'] = checkpoint_of(stage['params']['step'])
             stage['draft_path'] = stage['draft_checkpoint']['path']
             info_path = path.parent / stage['id'] / synth.LAYOUT['server_info']  # the server was started with it
-            synth.write_json(info_path, dict(json.loads(info_path.read_text()), speculative_draft_model_path=stage['draft_path']))
+            if info_path.is_file():
+                synth.write_json(info_path, dict(json.loads(info_path.read_text()), speculative_draft_model_path=stage['draft_path']))
     assert check_plan(plan) is None
     synth.write_json(path, plan)
 
@@ -315,3 +316,18 @@ def test_the_action_returns_the_evaluation_and_the_best_checkpoint(sweep, tmp_pa
     assert result['evaluation'] == str(tmp_path / 'out' / 'evaluation.json') == result['files']['evaluation.json']
     assert 'evaluation.json' in result['written']
     assert result['best_checkpoint'] == sweep['evaluation']['best']
+
+
+def test_without_the_baseline_no_checkpoint_is_best_and_tau_is_still_shown(tmp_path):
+    root = tmp_path / 'results'
+    make_sweep(root, 'nobase', faults={'tp1-autoregressive': ('failed', 'out of memory'),
+                                       'tp1-dflash-n16-s300': ('failed', 'the server did not start')})
+    made = generate(str(root), 'nobase', str(tmp_path / 'out'), plots=False)
+    doc = json.loads((tmp_path / 'out' / 'evaluation.json').read_text())
+    assert doc['best'] is None and doc['run'] == RUN and [item['step'] for item in doc['checkpoints']] == list(STEPS)
+    assert all(item['overall_speedup'] is None and item['overall_tau'] is not None for item in doc['checkpoints'] if item['step'] != 300)
+    assert doc['checkpoints'][2]['datasets'] == {} and doc['checkpoints'][2]['overall_tau'] is None  # the failed one
+    md = (tmp_path / 'out' / 'report.md').read_text()
+    assert 'Best checkpoint of DFlash n=16: none (no overall speedup: the baseline or a dataset was not measured).' in md
+    assert re.search(r'^\| DFlash n=16 \| 300 \| checkpoint-300 \| – \| – \| – \| – \| – \| – \|$', md, re.M)
+    assert not any('best checkpoint' in line for line in made['lines'])
