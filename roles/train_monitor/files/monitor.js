@@ -282,7 +282,8 @@
     const written = finite(answer.mtime) ? new Date(answer.mtime * 1000).toLocaleString() : null;
     text('evaluation-when', words(summary.generated) || written);
     const step = words(best.step), config = configOf(best);
-    text('evaluation-best', words(best.name) === null ? null : words(best.name) + (step !== null ? ' (step ' + step + ')' : ''));
+    // no best: no checkpoint has a speedup (no baseline measured, or every stage failed)
+    text('evaluation-best', words(best.name) === null ? 'none (no speedup measured)' : words(best.name) + (step !== null ? ' (step ' + step + ')' : ''));
     text('evaluation-config', config);
     text('evaluation-speedup', speedupText(best) === null ? null : speedupText(best) + (words(best.dataset) ? ' ' + words(best.dataset) : ''));
     text('evaluation-tau', fixed(best.tau, 2));
