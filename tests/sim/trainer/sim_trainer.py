@@ -88,6 +88,8 @@ def parse_args(argv=None):
                         help='the draft quality it tends to')
     parser.add_argument('--quality-scale', type=float, default=float(_env('QUALITY_SCALE', '200')),
                         help='steps in which the quality covers 63%% of the way from the floor to the max')
+    parser.add_argument('--start-step', type=int, default=int(_env('START_STEP', '0')),
+                        help='resume after this global step (as a trainer resumed from its checkpoint): steps up to it are not run')
     parser.add_argument('--run-dir', default=os.environ.get('SPECDEC_RUN_DIR', '.'))
     args = parser.parse_args(argv)
     extra = json.loads(_env('SAY', '[]'))
@@ -98,6 +100,8 @@ def parse_args(argv=None):
         args.steps = args.smoke_steps
     if args.steps < 1 or args.pace < 0 or args.log_every < 1 or args.epochs < 1:
         parser.error('--steps, --log-every and --epochs must be positive and --pace not negative')
+    if not 0 <= args.start_step < args.steps * args.epochs:
+        parser.error('--start-step must be from 0 to the run\'s steps - 1 (%d), got %d' % (args.steps * args.epochs - 1, args.start_step))
     if args.checkpoint_every < 0:
         parser.error('--checkpoint-every must be 0 (no checkpoints but the final one) or a positive number of steps, '
                      'got %d' % args.checkpoint_every)
@@ -244,6 +248,9 @@ def train(args, total, start, load):
     step = 0
     for epoch in range(args.epochs):
         for _epoch_step in range(args.steps):
+            if step < args.start_step:  # resumed: these steps ran before
+                step += 1
+                continue
             if load is not None:
                 load.set(TRAIN_LOAD, busy_for_s=args.pace)
             if args.pace:

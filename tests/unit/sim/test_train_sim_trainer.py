@@ -229,3 +229,19 @@ def test_quality_rises_over_the_first_checkpoints_then_flattens(tmp_path):
 def test_bad_checkpoint_options_are_refused(tmp_path, args, message):
     result = run(tmp_path, *args)
     assert result.returncode == 2 and message in result.stderr, result.stderr
+
+
+def test_a_resumed_run_writes_only_the_checkpoints_after_its_start(tmp_path):
+    """--start-step: as a trainer resumed from its checkpoint, the run goes on from there, with the same weights."""
+    fresh, resumed = tmp_path / "fresh", tmp_path / "resumed"
+    fresh.mkdir()
+    resumed.mkdir()
+    assert run(fresh, "--steps", "6", "--checkpoint-every", "2").returncode == 0
+    result = run(resumed, "--steps", "6", "--checkpoint-every", "2", "--start-step", "2")
+    assert result.returncode == 0
+    assert sorted(path.name for path in (resumed / "checkpoints").iterdir()) == ["checkpoint-4", "checkpoint-6", "final"]
+    for name in ("checkpoint-4", "checkpoint-6"):
+        assert (resumed / "checkpoints" / name / "model.safetensors").read_bytes() == \
+            (fresh / "checkpoints" / name / "model.safetensors").read_bytes()
+    refused = run(tmp_path, "--steps", "6", "--start-step", "6")
+    assert refused.returncode == 2 and b"--start-step must be from 0" in refused.stderr

@@ -10,6 +10,8 @@ import glob
 import json
 import os
 
+import jinja2
+import jinja2.meta
 import pytest
 import yaml
 
@@ -33,19 +35,43 @@ def host_facts(host):
                             for i in range(count)], 'specdec_host': {'listening_ports': []}}
 
 
+def _render(value, variables):
+    """The spec's strings templated with the file's own scalar variables (evaluate-sim.yml's evaluate_run), as Ansible does."""
+    if isinstance(value, str) and '{{' in value:
+        names = jinja2.meta.find_undeclared_variables(jinja2.Environment().parse(value))
+        # only what the file defines itself; the rest (inventory variables) is Ansible's at run time
+        return jinja2.Template(value, undefined=jinja2.StrictUndefined).render(**variables) if names <= set(variables) else value
+    if isinstance(value, dict):
+        return {key: _render(item, variables) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_render(item, variables) for item in value]
+    return value
+
+
 def example_specs():
     """(file, host, spec) for every campaign spec in campaigns/*.yml (sim.yml holds one per host)."""
     specs = []
     for path in sorted(glob.glob(os.path.join(CAMPAIGNS, '*.yml'))):
         with open(path, encoding='utf-8') as handle:
             data = yaml.safe_load(handle)
+        data = _render(data, {key: value for key, value in data.items() if isinstance(value, (str, int, float))})
         per_host = data.get('sim_specs') or {data['campaign_hosts']: data['campaign_spec']}
         specs.extend((os.path.basename(path), host, spec) for host, spec in sorted(per_host.items()))
     return specs
 
 
+def checkpoint_records(run, steps):
+    """What specdec.bench.checkpoint_facts lists of a training run's checkpoints on the training host."""
+    return [{'name': 'checkpoint-%d' % step, 'step': step, 'path': '/root/train_runs/%s/checkpoints/checkpoint-%d' % (run, step),
+             'bytes': 262144 + 900, 'mtime': 1.0, 'files': [], 'installed': None} for step in steps]
+
+
 def stages_of(host, spec):
-    return campaign_plan(host_facts(host), spec, build=BUILDS[host], model_bytes=55 * 10 ** 9)
+    draft = spec.get('draft')
+    sweep = {}
+    if isinstance(draft, dict) and 'run' in draft:  # a checkpoint set: the campaign role lists them on the training host
+        sweep = {'draft_checkpoints': checkpoint_records(draft['run'], (50, 100, 150, 200, 300)), 'installed_checkpoints': []}
+    return campaign_plan(host_facts(host), spec, build=BUILDS[host], model_bytes=55 * 10 ** 9, **sweep)
 
 
 CAMPAIGN_SPECS = example_specs()
@@ -53,7 +79,19 @@ CAMPAIGN_SPECS = example_specs()
 
 def test_every_example_file_is_found():
     assert sorted(set((name, host) for name, host, _spec in CAMPAIGN_SPECS)) == [
-        ('a100box.yml', 'a100box'), ('ct200.yml', 'ct200'), ('sim.yml', 'a100box'), ('sim.yml', 'ct200')]
+        ('a100box.yml', 'a100box'), ('ct200.yml', 'ct200'), ('evaluate-sim.yml', 'ct200'), ('sim.yml', 'a100box'),
+        ('sim.yml', 'ct200')]
+
+
+def test_the_evaluation_example_measures_each_checkpoint_it_picks_and_the_baseline_once():
+    (spec,) = [spec for name, _host, spec in CAMPAIGN_SPECS if name == 'evaluate-sim.yml']
+    assert spec['campaign'] == 'eval-dflash-demo'
+    stages = stages_of('ct200', spec)
+    # every: 100 picks 100, 200, 300 of the listed 50..300
+    assert [stage['id'] for stage in stages] == ['tp1-autoregressive', 'tp1-dflash-n16-s100', 'tp1-dflash-n16-s200',
+                                                 'tp1-dflash-n16-s300']
+    assert all(not stage['draft_checkpoint']['present'] for stage in stages[1:])
+    assert stages[2]['draft_path'] == '/var/lib/specdec/checkpoints/dflash-demo/checkpoint-200'
 
 
 @pytest.mark.parametrize('name, host, spec', CAMPAIGN_SPECS, ids=['%s:%s' % (name, host) for name, host, _spec in CAMPAIGN_SPECS])
