@@ -57,7 +57,7 @@ def train_on(start, steps):
 
 
 def evaluate():
-    rc, out = simhost.playbook(EVALUATE_YML, timeout=900)
+    rc, out = simhost.playbook(EVALUATE_YML, "-e", "campaign_hosts=evaluate-ct200", timeout=900)
     assert rc == 0, out[-6000:]
     return out
 
