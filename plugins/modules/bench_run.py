@@ -665,6 +665,27 @@ elapsed_s:
   returned: unless in check mode or the options are invalid
   type: float
   sample: 12.7
+warmup_s:
+  description:
+    - Wall seconds of the cell's warm-up pass in this call, from its start to its last request's end (read from its
+      records at the head of the first repeat's raw file); V(0) when no repeat was run or O(warmup_requests=0).
+    - Null for O(harness=sglang), whose client runs its warm-up inside its own process (with its start-up and the
+      cache flush), and when the records cannot be read.
+    - With RV(measure_s), RV(idle_s) and RV(elapsed_s), where the call's time went (the report's time breakdown,
+      C(docs/report.md)); the rest of RV(elapsed_s) is the cache flushes, reading C(/server_info) and the files.
+  returned: unless in check mode or the options are invalid
+  type: float
+  sample: 1.9
+measure_s:
+  description: Seconds of the measured runs of the repeats run in this call, the sum of their RV(result.duration_s) (reused repeats not counted).
+  returned: unless in check mode or the options are invalid
+  type: float
+  sample: 9.8
+idle_s:
+  description: Seconds spent sampling the GPUs' idle power before the measured runs of this call (0.5 s per repeat that has an idle power).
+  returned: unless in check mode or the options are invalid
+  type: float
+  sample: 1.0
 cmd:
   description: The SGLang client's command line (of the first repeat run, the one with the warm-up).
   returned: when O(harness=sglang) and a repeat was run
@@ -678,6 +699,7 @@ skipped:
   sample: true
 """
 
+import json
 import os
 import time
 
@@ -690,6 +712,7 @@ from ansible_collections.specdec.bench.plugins.module_utils._harness import RESU
 from ansible_collections.specdec.bench.plugins.module_utils._harness_run import (
     dataset_name,
     prompts_shape,
+    IDLE_S,
     reusable_row,
     run_files,
     run_limits,
@@ -700,6 +723,39 @@ from ansible_collections.specdec.bench.plugins.module_utils._sglang_client impor
 from ansible_collections.specdec.bench.plugins.module_utils._telemetry import MAX_INTERVAL_S, MIN_INTERVAL_S
 
 MAX_REPEATS = 100
+
+
+def warmup_seconds(raw_path):
+    """Seconds of the cell's warm-up pass (builtin harness): the largest end_s of the warm-up records that lead the
+    raw file, seconds from the pass's start as a measured run's duration_s is; 0.0 when the file starts with none,
+    None when it cannot be read."""
+    ends = []
+    try:
+        with open(raw_path, encoding='utf-8') as handle:
+            for line in handle:
+                if not line.strip():
+                    continue
+                record = json.loads(line)
+                if not isinstance(record, dict) or not record.get('warmup'):
+                    break
+                if isinstance(record.get('end_s'), (int, float)):
+                    ends.append(float(record['end_s']))
+    except (OSError, ValueError):
+        return None
+    return round(max(ends), 4) if ends else 0.0
+
+
+def call_timings(params, runs, first_raw):
+    """RV(warmup_s), RV(measure_s) and RV(idle_s) of the repeats run in this call (runs: their rows, in order;
+    first_raw: the raw file of the first, where the warm-up's records lead)."""
+    warmup = 0.0
+    if runs and params['warmup_requests'] > 0:
+        warmup = warmup_seconds(first_raw) if params['harness'] == 'builtin' else None
+    return {
+        'warmup_s': warmup,
+        'measure_s': round(sum(row.get('duration_s') or 0.0 for row in runs), 4),
+        'idle_s': round(IDLE_S * sum(1 for row in runs if row.get('idle_power_w') is not None), 4),
+    }
 
 
 def main():
@@ -808,6 +864,7 @@ def main():
                                   row_workload, records)
         measured = dict(zip(missing, rows))
     extra['elapsed_s'] = round(time.monotonic() - started, 4)
+    extra.update(call_timings(params, [measured[repeat] for repeat in sorted(measured)], files[missing[0]][1] if missing else None))
     results = []
     for repeat in sorted(set(reused) | set(measured)):
         row = reused.get(repeat) or measured[repeat]
