@@ -64,9 +64,16 @@ sim-down: venv
 
 demo: sim-up
 	$(BIN)/ansible-playbook -i $(SIM_INVENTORY) playbooks/site.yml -e @campaigns/sim.yml
+	@# the loop from training to benchmark: a short training run on the A100 box writes six draft checkpoints, then
+	@# playbooks/evaluate.yml copies them to the CT200, measures each against one AR baseline and reports tau vs step
+	$(BIN)/ansible-playbook -i $(SIM_INVENTORY) playbooks/train.yml -l a100box -e @tests/sim/trainer/a100box-checkpoints.yml
+	@for i in $$(seq 180); do podman exec specdec-demo-a100box test -e /root/train_runs/dflash-ckpt/checkpoints/final/config.json \
+	  && exit 0; sleep 1; done; echo "the training run wrote no final checkpoint within 180 s" >&2; exit 1
+	$(BIN)/ansible-playbook -i $(SIM_INVENTORY) playbooks/evaluate.yml -e @campaigns/evaluate-sim.yml
 	@echo
 	@echo "Report:  $(CURDIR)/reports/qwen36-sim/report.md (with results.csv, results.json, report.tex and the plots)"
 	@echo "Results: $(CURDIR)/results/<host>/qwen36-sim/ (collected); on the hosts in /root/bench_results/qwen36-sim/"
+	@echo "Checkpoints: $(CURDIR)/reports/eval-dflash-ckpt/report.md (tau and speedup against training step, the best named)"
 	@echo "The simulated hosts keep running: podman exec specdec-demo-ct200 nvidia-smi; make sim-down removes them."
 
 ## --- tests ----------------------------------------------------------------------------------

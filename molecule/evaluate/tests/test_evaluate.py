@@ -39,6 +39,10 @@ def dflash(step):
     return f"tp1-dflash-n16-s{step}"
 
 
+def plan():
+    return json.loads(CT200.file(f"{RESULTS}/campaign.json").content_string)
+
+
 def status(stage):
     path = f"{RESULTS}/{stage}/status.json"
     return json.loads(CT200.file(path).content_string) if CT200.file(path).exists else None
@@ -56,6 +60,17 @@ def train_on(start, steps):
                      f"--steps {steps} --pace 0.01 --checkpoint-every 100 --format json --load-seconds 0")
 
 
+def same_files(before, after):
+    """Every file of `before` is in `after` unchanged; campaign.json only gained stages (checked by kept_plan)."""
+    return {path: sha for path, sha in after.items() if path in before and path != "campaign.json"} == \
+        {path: sha for path, sha in before.items() if path != "campaign.json"}
+
+
+def kept_plan(before, after):
+    """campaign.json after a later evaluation: the stages it listed, as they were, then the new ones."""
+    return after["stages"][:len(before["stages"])] == before["stages"]
+
+
 def evaluate():
     rc, out = simhost.playbook(EVALUATE_YML, "-e", "campaign_hosts=evaluate-ct200", timeout=900)
     assert rc == 0, out[-6000:]
@@ -64,11 +79,12 @@ def evaluate():
 
 @pytest.fixture(scope="module")
 def story():
-    seen = {"first": {stage: status(stage) for stage in (AR, dflash(100), dflash(200), dflash(300))},
+    seen = {"first": {stage: status(stage) for stage in (AR, dflash(100), dflash(200), dflash(300))}, "plans": [plan()],
             "first_results": tree(CT200, RESULTS), "first_dest": tree(CT200, DEST)}
     train_on(300, 500)
     seen["second_out"] = evaluate()
     seen["second_results"] = tree(CT200, RESULTS)
+    seen["plans"].append(plan())
     seen["second_dest"] = tree(CT200, DEST)
     train_on(500, 600)
     weights = tree(BOX, f"{SOURCE}/checkpoint-600")["model.safetensors"]
@@ -83,6 +99,7 @@ def story():
     seen["third_status"] = status(dflash(600))
     seen["third_dest"] = tree(CT200, DEST)
     seen["third_results"] = tree(CT200, RESULTS)
+    seen["plans"].append(plan())
     seen["cache_after_refusal"] = os.path.exists(os.path.join(CACHE, weights))
     seen["fourth_out"] = evaluate()
     return seen
@@ -105,7 +122,7 @@ def test_first_evaluation_measured_each_checkpoint_and_one_baseline(story):
     plan = json.loads(CT200.file(f"{RESULTS}/campaign.json").content_string)
     drafts = {stage["id"]: stage["draft_path"] for stage in plan["stages"]} if "stages" in plan else {}
     assert drafts.get(dflash(100)) == f"{DEST}/checkpoint-100"
-    unit = CT200.file(f"{RESULTS}/{dflash(200)}/{'specdec-' + CAMPAIGN + '-' + dflash(200)}.service")
+    unit = CT200.file(f"{RESULTS}/{dflash(200)}/unit.service")
     assert unit.exists and f"--speculative-draft-model-path={DEST}/checkpoint-200" in unit.content_string
 
 
@@ -138,9 +155,10 @@ def test_the_training_host_has_the_summary_and_its_page_shows_it(story):
     local = json.load(open(os.path.join(REPORT, "evaluation.json"), encoding="utf-8"))
     remote = json.loads(BOX.file(f"{RUN_DIR}/evaluation.json").content_string)
     assert remote == local
-    answer = simhost.wait_for(
-        lambda: json.loads(BOX.check_output("curl -s http://127.0.0.1:8080/api/evaluation") or "{}").get("summary"),
-        "the monitor to serve the evaluation", timeout=30)
+    fetch = ("python3 -c \"import urllib.request; "
+             "print(urllib.request.urlopen('http://127.0.0.1:8080/api/evaluation', timeout=5).read().decode())\"")
+    answer = simhost.wait_for(lambda: json.loads(BOX.check_output(fetch) or "{}").get("summary"),
+                              "the monitor to serve the evaluation", timeout=30)
     assert answer["best"]["name"] == local["best"]["name"]
 
 
@@ -153,8 +171,10 @@ def test_second_evaluation_copies_and_measures_only_the_new_checkpoints(story):
         assert f"checkpoint-{step} (step {step}) from" not in out
     assert "through the controller (the hosts are not both reached over SSH" in out
     # what the first evaluation left is untouched, results and copies alike
-    first, second = story["first_results"], story["second_results"]
-    assert {path: sha for path, sha in second.items() if path in first} == first
+    assert same_files(story["first_results"], story["second_results"])
+    first_plan, second_plan = story["plans"][:2]
+    assert kept_plan(first_plan, second_plan)
+    assert [stage["id"] for stage in second_plan["stages"][len(first_plan["stages"]):]] == [dflash(400), dflash(500)]
     assert {path: sha for path, sha in story["second_dest"].items() if path in story["first_dest"]} == story["first_dest"]
 
 
@@ -165,8 +185,8 @@ def test_corrupted_copy_is_refused_and_nothing_is_overwritten(story):
     assert "checkpoint-600" not in story["third_dest"] and not any(
         path.startswith("checkpoint-600/") or path.startswith(".incoming-") for path in story["third_dest"])
     assert story["third_dest"] == story["second_dest"]
-    second = story["second_results"]
-    assert {path: sha for path, sha in story["third_results"].items() if path in second} == second
+    assert same_files(story["second_results"], story["third_results"])
+    assert kept_plan(story["plans"][1], story["plans"][2])
     # the refused copy is not trusted again
     assert not story["cache_after_refusal"]
 

@@ -85,13 +85,13 @@ def test_every_example_file_is_found():
 
 def test_the_evaluation_example_measures_each_checkpoint_it_picks_and_the_baseline_once():
     (spec,) = [spec for name, _host, spec in CAMPAIGN_SPECS if name == 'evaluate-sim.yml']
-    assert spec['campaign'] == 'eval-dflash-demo'
+    assert spec['campaign'] == 'eval-dflash-ckpt'
     stages = stages_of('ct200', spec)
     # every: 100 picks 100, 200, 300 of the listed 50..300
     assert [stage['id'] for stage in stages] == ['tp1-autoregressive', 'tp1-dflash-n16-s100', 'tp1-dflash-n16-s200',
                                                  'tp1-dflash-n16-s300']
     assert all(not stage['draft_checkpoint']['present'] for stage in stages[1:])
-    assert stages[2]['draft_path'] == '/var/lib/specdec/checkpoints/dflash-demo/checkpoint-200'
+    assert stages[2]['draft_path'] == '/var/lib/specdec/checkpoints/dflash-ckpt/checkpoint-200'
 
 
 @pytest.mark.parametrize('name, host, spec', CAMPAIGN_SPECS, ids=['%s:%s' % (name, host) for name, host, _spec in CAMPAIGN_SPECS])
