@@ -197,10 +197,10 @@ def mem_available(text):
     return parse_meminfo(text).get('MemAvailable')
 
 
-def read_mem_available(path=MEMINFO):
+def read_mem_available(path=None):
     """MemAvailable of this host, or None when it cannot be read (no /proc/meminfo, an old kernel, a text not understood)."""
     try:
-        with open(path, encoding='utf-8') as handle:
+        with open(path or MEMINFO, encoding='utf-8') as handle:
             return mem_available(handle.read())
     except (OSError, ValueError):
         return None

@@ -48,7 +48,6 @@ def meminfo(tmp_path, monkeypatch):
             text += 'MemAvailable:   %d kB\n' % (available // 1024)
         path.write_text(text)
         monkeypatch.setattr(page_cache_warm, 'MEMINFO', str(path))
-        monkeypatch.setattr(page_cache_warm.read_mem_available, '__defaults__', (str(path),))
     return set_available
 
 
