@@ -31,6 +31,7 @@ import re
 import string
 
 from ansible_collections.specdec.bench.plugins.module_utils._common import ID_PATTERN, ID_RE, RESULTS_LAYOUT, finite
+from ansible_collections.specdec.bench.plugins.plugin_utils.report_time import TIMING_FILE, check_timing
 
 # What the report reads of the normalized harness result (plugins/module_utils/_harness.py RESULT_KEYS).
 RESULT_NUMBERS = (
@@ -324,7 +325,7 @@ def check_raw_record(doc):
 
 # The schema of each file of the results layout (module_utils/_common.py RESULTS_LAYOUT), by its layout key.
 SCHEMAS = {'campaign': check_plan, 'status': check_status, 'result': check_result, 'server_info': check_server_info,
-           'gpus': check_gpus}
+           'gpus': check_gpus, 'timing': check_timing}
 
 
 class _Reader:
@@ -478,9 +479,10 @@ def read_host(results_root, host, campaign, layout=None):
     """What was collected for one host and campaign: the plan and every stage's status, results and snapshots.
 
     layout: the file names of the results folder, RESULTS_LAYOUT when None.
-    Returns {'host', 'campaign', 'found', 'plan', 'stages': [{'stage': plan entry, 'status', 'results': {run:
-    {repeat: result}}, 'raw': {run: {repeat: [record, ...]}}, 'server_info', 'gpus', 'skipped': {'status': reason,
-    'results': {run: reason}}}], 'skipped_files': [{'path', 'reason'}]} in plan order, a run being (dataset,
+    Returns {'host', 'campaign', 'found', 'plan', 'timing' (the campaign's timing.json, report_time; None when absent),
+    'stages': [{'stage': plan entry, 'status', 'results': {run: {repeat: result}}, 'raw': {run: {repeat: [record, ...]}},
+    'server_info', 'gpus', 'skipped': {'status': reason, 'results': {run: reason}}}], 'skipped_files': [{'path',
+    'reason'}]} in plan order, a run being (dataset,
     temperature, concurrency) and a repeat its number (1 for a file of an earlier layout); stage folders that the
     plan does not list follow, sorted. A stage's runs are those its plan names (planned_runs) and those it has result
     files of. 'raw' holds the records of the runs of categorized() datasets only. A file that is not of its schema is
@@ -490,12 +492,13 @@ def read_host(results_root, host, campaign, layout=None):
     layout = layout or RESULTS_LAYOUT
     folder = os.path.join(results_root, host, campaign)
     reader = _Reader(results_root)
-    data = {'host': host, 'campaign': campaign, 'found': os.path.isdir(folder), 'plan': None, 'stages': [],
+    data = {'host': host, 'campaign': campaign, 'found': os.path.isdir(folder), 'plan': None, 'timing': None, 'stages': [],
             'skipped_files': reader.skipped}
     if not data['found']:
         return data
     plan = reader.read(os.path.join(folder, layout['campaign']), 'campaign')
     data['plan'] = plan
+    data['timing'] = reader.read(os.path.join(folder, layout.get('timing', TIMING_FILE)), 'timing')
     planned = list((plan or {}).get('stages') or [])
     names = set(planned_stage['id'] for planned_stage in planned)
     extra = sorted(name for name in os.listdir(folder)

@@ -7,7 +7,8 @@
 Pure functions of the report that report_rows.build_report makes (and of compare_rows' rows). Text from a host is
 escaped in report.md and report.tex. A report whose every run is ('random', temperature 0) (no datasets in the spec,
 or a campaign from before them) reads as it always did; any other run adds the datasets section and names the dataset
-and temperature of each table. A checkpoint sweep (issue 18) adds the Checkpoints section (report_checkpoints).
+and temperature of each table. A checkpoint sweep (issue 18) adds the Checkpoints section (report_checkpoints). Each
+host's section ends with where its time went (issue 19, report_time), report.tex with a table of it per host.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from ansible_collections.specdec.bench.plugins.plugin_utils.report_checkpoints i
 from ansible_collections.specdec.bench.plugins.plugin_utils.report_read import MEASURED
 from ansible_collections.specdec.bench.plugins.plugin_utils.report_rows import INVALID, METHOD_NAMES, ROW_KEYS, is_default_run
 from ansible_collections.specdec.bench.plugins.plugin_utils.report_tables import latex_sections, markdown_sections
+from ansible_collections.specdec.bench.plugins.plugin_utils.report_time import latex_lines as time_latex
+from ansible_collections.specdec.bench.plugins.plugin_utils.report_time import markdown_lines as time_markdown
 
 
 def _csv_value(value):
@@ -259,6 +262,7 @@ def render_markdown(report, plots=None):
                     lines += ['![%s](%s)' % (name.replace('_', ' '), plot), '']
         lines += _markdown_energy(report, host['host'], [(key, group) for key, group in host_groups if key in measured],
                                   named, plots)
+        lines += time_markdown(host.get('time_breakdown'), md_escape, _md_code)
         missing = [item for item in report['not_measured'] if item['host'] == host['host']]
         if missing:
             lines += ['### Not measured', '', '| stage | setting | TP | status | reason |', '| --- | --- | ---: | --- | --- |']
@@ -586,6 +590,9 @@ def render_latex(report):
         out += [r'\bottomrule', r'\end{tabular}', r'\caption{%s.}' % caption,
                 r'\label{tab:%s}' % re.sub('[^A-Za-z0-9-]', '-', label), r'\end{table}']
     out += _latex_energy(report, groups)
+    for host in report['hosts']:
+        out += time_latex(host['host'], host.get('time_breakdown'), tex_escape,
+                          re.sub('[^A-Za-z0-9-]', '-', '%s-%s-time' % (report['campaign'], host['host'])))
     return '\n'.join(out) + '\n'
 
 

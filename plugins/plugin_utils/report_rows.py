@@ -29,6 +29,7 @@ Pure functions of what report_read.read_host returns. Definitions (as in the DFl
 - checkpoints (issue 18): a stage of a checkpoint sweep has params.step; its rows carry it as step (null otherwise) and
   the name of the drafter checkpoint it measured (the plan's draft_checkpoint.name) as checkpoint. The rows of one
   sweep differ only by step; report_checkpoints compares them.
+- time (issue 19): each host's time_breakdown (report_time): where the campaign's wall time went, in results.json's hosts.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from ansible_collections.specdec.bench.plugins.plugin_utils.report_read import (
     DEFAULT_TEMPERATURE, MEASURED, RANDOM, RESULT_COUNTS, RESULT_ENERGY_NUMBERS, RESULT_FLAGS, RESULT_NUMBERS, RESULT_TEXTS,
     RESULT_WORKLOAD, planned_runs)
 from ansible_collections.specdec.bench.plugins.plugin_utils.report_stats import excludes, fieller, fiellers, overlap, summaries, welch
+from ansible_collections.specdec.bench.plugins.plugin_utils.report_time import time_breakdown
 
 BASELINE_METHOD = 'autoregressive'
 # Methods and parameters as a reader of the papers knows them; anything else is shown as it is named.
@@ -617,7 +619,7 @@ def build_report(host_data, campaign, baseline_method=BASELINE_METHOD, noisy_cv=
         'baseline_method': baseline_method,
         'noisy_cv': noisy_cv,
         'hosts': [{'host': data['host'], 'found': data['found'], 'stages': len(data['stages']),
-                   'environment': _environment(data)} for data in host_data],
+                   'environment': _environment(data), 'time_breakdown': time_breakdown(data)} for data in host_data],
         'rows': rows,
         'repeats': repeats,
         'categories': category_rows(host_data, rows, campaign),
