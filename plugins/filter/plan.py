@@ -23,6 +23,7 @@ from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
 from ansible_collections.specdec.bench.plugins.module_utils._checkpoint import INSTALLED_MANIFEST, select, step_of
+from ansible_collections.specdec.bench.plugins.module_utils._host_probe import format_cpu_list, parse_cpu_list
 from ansible_collections.specdec.bench.plugins.module_utils._common import ID_PATTERN, ID_RE as _ID_RE, temperature_tag
 from ansible_collections.specdec.bench.plugins.module_utils._process import RESTORED_SERVICE
 from ansible_collections.specdec.bench.plugins.module_utils._systemd import normalize_unit_name
@@ -887,6 +888,64 @@ def _place(tp, host, strict):
     return list(tp['pins']), None
 
 
+def _cpu_set(text):
+    """A cpulist fact as a set; None when absent or not a cpulist (nvidia-smi prints N/A where it does not know)."""
+    if not isinstance(text, str) or not text.strip():
+        return None
+    try:
+        return set(parse_cpu_list(text))
+    except ValueError:
+        return None
+
+
+def _gpu_topology(gpu, key):
+    """A GPU's topology fact (gpu_facts puts the topo -m row under topology; a flat key is read too)."""
+    topology = gpu.get('topology') if isinstance(gpu.get('topology'), Mapping) else {}
+    return topology.get(key, gpu.get(key))
+
+
+def _pin_set(gpus, key, what, host_set, host_fact):
+    """(cpulist, None) of the GPUs' key facts kept to host_set, or (None, why not)."""
+    if host_set is None:
+        return None, 'the host\'s online %s are unknown (%s; probe again)' % ('CPUs' if what == 'CPUs' else 'NUMA nodes', host_fact)
+    sets = [_cpu_set(_gpu_topology(gpu, key)) for gpu in gpus]
+    unknown = [gpu.get('index') for gpu, found in zip(gpus, sets) if found is None]
+    if unknown:
+        return None, 'GPU %s %s no %s in the facts (nvidia-smi topo -m)' % (
+            ','.join('%s' % (index,) for index in unknown), 'has' if len(unknown) == 1 else 'have', key)
+    value = format_cpu_list(set().union(*sets) & host_set)
+    if value:
+        return value, None
+    return None, '%s not online on this host (%s)' % (
+        ', '.join("GPU %s's %s %s" % (gpu.get('index'), what, _gpu_topology(gpu, key)) for gpu in gpus)
+        + (' is' if len(gpus) == 1 and what == 'NUMA node' else ' are'), format_cpu_list(host_set) or 'none')
+
+
+def stage_pinning(gpus, facts):
+    """(cpu_affinity, numa_nodes, pin_note) of a stage on these GPUs: a pure function of the GPU and host facts.
+
+    cpu_affinity: the union of the GPUs' CPU affinity (nvidia-smi topo -m), kept to the host's online CPUs (and to the
+    CPUs the probe may run on, which a container's cpuset limits), as a cpulist ("0-47,96-143"). numa_nodes: the union
+    of the GPUs' NUMA affinity, kept to the online nodes, a cpulist too ("0"; "0-1" for a stage spanning two nodes).
+    Each is None when a GPU's fact or the host's is unknown, or when none of them is online; pin_note then says why
+    ("...: not pinned"; None when both are set).
+    """
+    if not gpus:
+        return None, None, 'no GPUs placed: not pinned'
+    cpu = ((facts or {}).get('specdec_host') or {}).get('cpu') or {}
+    host_cpus, allowed = _cpu_set(cpu.get('online')), _cpu_set(cpu.get('allowed'))
+    if host_cpus is not None and allowed is not None:
+        host_cpus &= allowed
+    cpus, cpu_note = _pin_set(gpus, 'cpu_affinity', 'CPUs', host_cpus, 'specdec_host.cpu.online')
+    nodes, node_note = _pin_set(gpus, 'numa_affinity', 'NUMA node', _cpu_set(cpu.get('numa_nodes')), 'specdec_host.cpu.numa_nodes')
+    notes = []
+    if cpu_note:
+        notes.append(cpu_note + ': not pinned' + (' to CPUs' if nodes else ''))
+    if node_note and node_note != cpu_note:
+        notes.append(node_note + ': not pinned' + (' to a NUMA node' if cpus else ''))
+    return cpus, nodes, '; '.join(notes) or None
+
+
 def _stoppable_process(unit, cmdline, processes):
     """The name of the specdec_stoppable_processes entry that covers a holder, or None.
 
@@ -959,8 +1018,9 @@ def _fit(plan, stage_bytes, gpus, tp, host_memory):
         'the smallest TP that fits is %d' % host_fit['min_tp'] if host_fit['min_tp'] else 'no TP size fits on this host')
 
 
-def _stage(plan, table, tp, indices, why_not, host, method, params, port, stoppable, weights_bytes, checkpoint=None):
-    """One stage; checkpoint: (draft_checkpoint, why it cannot run or None) for a stage of a draft sweep, else None."""
+def _stage(plan, table, tp, indices, why_not, host, method, params, port, stoppable, weights_bytes, checkpoint=None, pinning=(None, None, None)):
+    """One stage; checkpoint: (draft_checkpoint, why it cannot run or None) for a stage of a draft sweep, else None;
+    pinning: stage_pinning's (cpu_affinity, numa_nodes, pin_note) for its GPUs."""
     entry = table[method]
     shorts = dict((name, rule['short']) for name, rule in entry['params'].items())
     draft, draft_bytes = plan['draft'].get('path'), plan['draft'].get('bytes')
@@ -995,6 +1055,7 @@ def _stage(plan, table, tp, indices, why_not, host, method, params, port, stoppa
     env.update((name, value.format_map(values)) for name, value in entry['env'].items())
     env.update(plan['env'])
     holders = _holders(gpus, stoppable['units'], stoppable['processes'])
+    cpu_affinity, numa_nodes, pin_note = pinning
     return {
         'id': stage_id,
         'campaign': plan['campaign'],
@@ -1021,6 +1082,10 @@ def _stage(plan, table, tp, indices, why_not, host, method, params, port, stoppa
         'feasible': reason is None,
         'reason': reason,
         'fit': fit,
+        # the CPUs and NUMA nodes local to the stage's GPUs that are online here (cpulists), or None and why not
+        'cpu_affinity': cpu_affinity,
+        'numa_nodes': numa_nodes,
+        'pin_note': pin_note,
         'holders': holders,
         # what the stage stops: units, and processes no unit names, by their specdec_stoppable_processes name
         'conflicts': sorted(set(h['unit'] if h['unit'] else 'process %s' % h['stoppable_process']
@@ -1081,7 +1146,8 @@ def campaign_plan(facts, spec, methods=None, stoppable=None, base_port=DEFAULT_B
                     port += 1
                 if port > 65535:
                     _fail('base_port', 'is %d, too high for %d stages' % (base_port, len(stages) + 1), 'a lower port')
-                stage = _stage(plan, table, tp, indices, why_not, host, method, params, port, stoppable, weights_bytes, checkpoint)
+                stage = _stage(plan, table, tp, indices, why_not, host, method, params, port, stoppable, weights_bytes, checkpoint,
+                               pinning=stage_pinning([host[i] for i in indices], facts))
                 stages.append(dict(index=len(stages), **stage))
                 port += 1
     seen = {}

@@ -34,9 +34,25 @@ def checkpoint_text(checkpoint):
     return text + ', to copy from %s (%s)' % (checkpoint['source_host'], size_text(checkpoint.get('bytes')))
 
 
+def pinning_text(stage):
+    """'pinned to CPUs 0-47,96-143, NUMA node 0', one of the two and why not the other, or why not pinned; None for a
+    stage planned before pinning (no cpu_affinity key)."""
+    if 'cpu_affinity' not in stage:
+        return None
+    cpus, nodes, note = stage.get('cpu_affinity'), stage.get('numa_nodes'), stage.get('pin_note')
+    parts = []
+    if cpus:
+        parts.append('CPUs %s' % cpus)
+    if nodes:
+        parts.append('NUMA node%s %s' % ('s' if any(sep in nodes for sep in ',-') else '', nodes))
+    if not parts:
+        return note or 'not pinned'
+    return 'pinned to ' + ', '.join(parts) + (' (%s)' % note if note else '')
+
+
 def stage_line(stage, count):
-    """stage <n>/<N> <id>: <method> <params>, TP<n> on GPU(s) <indices>, port <p>, feasible or why not, its draft checkpoint,
-    blockers, stops."""
+    """stage <n>/<N> <id>: <method> <params>, TP<n> on GPU(s) <indices>, port <p>, feasible and its CPU and NUMA pinning or
+    why not, its draft checkpoint, blockers, stops."""
     params = dict(stage.get('params') or {})
     checkpoint = stage.get('draft_checkpoint')
     if checkpoint:
@@ -47,6 +63,9 @@ def stage_line(stage, count):
     line += ', TP%s on GPU(s) %s, port %s, ' % (
         stage.get('tp'), ','.join('%s' % (index,) for index in stage.get('gpu_indices') or []) or 'none', stage.get('port'))
     line += 'feasible' if stage.get('feasible') else 'infeasible: %s' % (stage.get('reason'),)
+    pinning = pinning_text(stage) if stage.get('feasible') else None
+    if pinning:
+        line += ', ' + pinning
     if checkpoint:
         line += ', ' + checkpoint_text(checkpoint)
     if stage.get('blocked'):

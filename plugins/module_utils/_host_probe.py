@@ -50,6 +50,61 @@ TOOLS = (
 )
 
 
+# The kernel's lists of online CPUs and NUMA nodes (cpulist format: "0-47,96-143"); no node file means one node, 0.
+CPU_ONLINE = '/sys/devices/system/cpu/online'
+NODE_ONLINE = '/sys/devices/system/node/online'
+
+
+def parse_cpu_list(text):
+    """A kernel cpulist ("0-3,8,10-11", also Cpus_allowed_list and nvidia-smi's CPU affinity) as a sorted list of ints.
+
+    Commas or whitespace separate the items; an empty text is an empty list. ValueError names the bad item.
+    """
+    numbers = set()
+    for item in (text or '').replace(',', ' ').split():
+        first, dash, last = item.partition('-')
+        if not first.isdigit() or (dash and not last.isdigit()):
+            raise ValueError('cpu list item %r of %r; allowed: N or N-M, comma-separated' % (item, text))
+        low, high = int(first), int(last) if dash else int(first)
+        if high < low:
+            raise ValueError('cpu list range %r of %r ends before it starts' % (item, text))
+        numbers.update(range(low, high + 1))
+    return sorted(numbers)
+
+
+def format_cpu_list(numbers):
+    """Integers as a compact cpulist, runs as ranges: [0, 1, 2, 5] -> "0-2,5"; "" for none."""
+    items, run = [], []
+    for number in sorted(set(numbers)):
+        if run and number == run[-1] + 1:
+            run.append(number)
+            continue
+        if run:
+            items.append('%d-%d' % (run[0], run[-1]) if len(run) > 1 else '%d' % run[0])
+        run = [number]
+    if run:
+        items.append('%d-%d' % (run[0], run[-1]) if len(run) > 1 else '%d' % run[0])
+    return ','.join(items)
+
+
+def online_facts(cpu_online_text, node_online_text, allowed_cpus):
+    """{online, allowed, numa_nodes} of cpu facts, as cpulists: the online CPUs (the sysfs list, else the allowed ones),
+    the CPUs this process may run on (sched_getaffinity; None when unknown), the online NUMA nodes (no node list: "0").
+
+    A text that does not parse counts as absent, so a strange sysfs never fails the probe.
+    """
+    allowed = format_cpu_list(allowed_cpus) if allowed_cpus else None
+    try:
+        online = format_cpu_list(parse_cpu_list(cpu_online_text)) if cpu_online_text and cpu_online_text.strip() else None
+    except ValueError:
+        online = None
+    try:
+        nodes = format_cpu_list(parse_cpu_list(node_online_text)) if node_online_text and node_online_text.strip() else None
+    except ValueError:
+        nodes = None
+    return {'online': online or allowed, 'allowed': allowed, 'numa_nodes': nodes or '0'}
+
+
 def read_file(path, binary=False):
     """A file's contents, or None when it cannot be read (missing, permission)."""
     try:
@@ -183,9 +238,10 @@ def gather_host_facts(module, paths, python_envs, python_packages):
     pid1_environ = parse_environ(pid1_environ_raw) if pid1_environ_raw is not None else None
     systemd_running = os.path.isdir(SYSTEMD_RUN_DIR)
     try:
-        usable_cpus = len(os.sched_getaffinity(0))
+        allowed_cpus = sorted(os.sched_getaffinity(0))
     except (AttributeError, OSError):
-        usable_cpus = os.cpu_count()
+        allowed_cpus = None
+    usable_cpus = len(allowed_cpus) if allowed_cpus else os.cpu_count()
 
     try:
         container = detect_container(
@@ -204,7 +260,7 @@ def gather_host_facts(module, paths, python_envs, python_packages):
             'available_bytes': meminfo.get('MemAvailable'),
             'swap_total_bytes': meminfo.get('SwapTotal'),
         },
-        'cpu': {'count': os.cpu_count(), 'usable': usable_cpus},
+        'cpu': dict(online_facts(read_file(CPU_ONLINE), read_file(NODE_ONLINE), allowed_cpus), count=os.cpu_count(), usable=usable_cpus),
         'os': os_facts(module),
         'systemd': systemd_running,
         'init': init_facts(read_file('/proc/1/comm'), systemd_running),

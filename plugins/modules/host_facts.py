@@ -165,6 +165,23 @@ ansible_facts:
               returned: always
               type: int
               sample: 16
+            online:
+              description:
+                - The online CPUs, as a kernel cpulist (C(/sys/devices/system/cpu/online)), else the allowed ones; null
+                  when neither is known. P(specdec.bench.campaign_plan#filter) pins a stage to its GPUs' CPUs among these.
+              returned: always
+              type: str
+              sample: 0-191
+            allowed:
+              description: The CPUs this process may run on (sched_getaffinity), as a cpulist; null when unknown.
+              returned: always
+              type: str
+              sample: 0-191
+            numa_nodes:
+              description: The online NUMA nodes (C(/sys/devices/system/node/online)) as a cpulist; V(0) without that file.
+              returned: always
+              type: str
+              sample: 0-1
         os:
           description: The OS from C(/etc/os-release), and the kernel.
           returned: always

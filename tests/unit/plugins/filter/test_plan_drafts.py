@@ -383,10 +383,17 @@ def test_a_checkpoint_of_the_same_name_from_another_source_is_a_spec_change():
 
 # --- the plan's lines in check mode ------------------------------------------------------------------------------------
 
+def unpinned(stages):
+    """The stages without their CPU/NUMA pinning keys, as planned before pinning: plan_lines then says nothing of it
+    (test_plan_pinning.py tests those words)."""
+    return [dict((key, value) for key, value in stage.items() if key not in ('cpu_affinity', 'numa_nodes', 'pin_note'))
+            for stage in stages]
+
+
 def test_plan_lines_say_which_checkpoint_each_stage_runs_and_what_is_copied():
     here = [installed(400), installed(1200, host='trainbox')]
     stages = plan(dict(SET, every=400), TRAINED + [record(1200)], installed_checkpoints=here)
-    lines = plan_lines(stages, 'ckpt', 'ct200')
+    lines = plan_lines(unpinned(stages), 'ckpt', 'ct200')
     assert lines[0] == 'ckpt on ct200: 4 stage(s), 3 feasible, 0 blocked'
     assert lines[1].startswith('workload: random (2 prompts')
     assert lines.pop(2) == 'draft checkpoints: 1 to copy (256.0 KiB) from a100box, 1 already here'
@@ -401,8 +408,8 @@ def test_plan_lines_say_which_checkpoint_each_stage_runs_and_what_is_copied():
 
 
 def test_plan_lines_of_a_list_and_of_a_single_draft():
-    lines = plan_lines(plan(['/m/checkpoint-4', '/m/checkpoint-8']), 'ckpt', 'ct200')
+    lines = plan_lines(unpinned(plan(['/m/checkpoint-4', '/m/checkpoint-8'])), 'ckpt', 'ct200')
     assert lines[2] == 'draft checkpoints: 0 to copy, 2 already here'
     assert lines[3].endswith('feasible') and lines[4].endswith(', feasible, draft checkpoint-4 (step 4), already here')
-    lines = plan_lines(plan('/models/d'), 'ckpt', 'ct200')
+    lines = plan_lines(unpinned(plan('/models/d')), 'ckpt', 'ct200')
     assert len(lines) == 4 and lines[3].endswith('dflash num_draft_tokens=16, TP1 on GPU(s) 0, port 31001, feasible')
