@@ -20,11 +20,12 @@ import time
 
 from ansible_collections.specdec.bench.plugins.module_utils import _supervisor as supervisor
 from ansible_collections.specdec.bench.plugins.module_utils._common import atomic_write
+from ansible_collections.specdec.bench.plugins.module_utils._host_probe import format_cpu_list, parse_cpu_list
 from ansible_collections.specdec.bench.plugins.module_utils._systemd import parse_show
 
 BACKENDS = ('systemd', 'supervisor')
 SYSTEMD_PROPERTIES = 'Id,LoadState,ActiveState,SubState,MainPID,Result,ExecMainStatus,ExecMainCode,ActiveEnterTimestamp,InactiveEnterTimestamp'
-DEFINITION_KEYS = ('argv', 'env', 'env_files', 'cwd', 'description', 'timeout_stop_sec')
+DEFINITION_KEYS = ('argv', 'env', 'env_files', 'cwd', 'description', 'timeout_stop_sec', 'cpu_affinity')
 
 
 def folder(state_dir, name):
@@ -98,6 +99,19 @@ def check_definition(definition):
         if not isinstance(value, (str, int, float)) or isinstance(value, bool):
             raise ValueError('definition.env.%s is %r; allowed: a string or number' % (key, value))
     out = dict(definition, env=dict((str(k), str(v)) for k, v in env.items()))
+    # the CPUs to run on, kept as a cpulist ("0-47,96-143"); none (null, empty) is no key, as before pinning existed
+    cpus = out.pop('cpu_affinity', None)
+    if cpus not in (None, '', []):
+        try:
+            if isinstance(cpus, list) and all(isinstance(cpu, int) and not isinstance(cpu, bool) and cpu >= 0 for cpu in cpus):
+                out['cpu_affinity'] = format_cpu_list(cpus)
+            elif isinstance(cpus, str):
+                out['cpu_affinity'] = format_cpu_list(parse_cpu_list(cpus))
+            else:
+                raise ValueError('not a cpulist')
+        except ValueError:
+            raise ValueError('definition.cpu_affinity is %r; allowed: a cpulist ("0-47,96-143"), a list of CPU numbers, '
+                             'or null (not pinned)' % (cpus,))
     out.setdefault('env_files', [])
     out.setdefault('cwd', '/')
     return out

@@ -7,7 +7,9 @@
 On a host whose PID 1 is not systemd (a Docker container whose entrypoint is a shell, sleep, sshd or tini), each
 service has a state folder <state_dir>/<name>/:
 
-    service.json  the definition: argv, env, env_files, cwd, description, timeout_stop_sec (written by the role)
+    service.json  the definition: argv, env, env_files, cwd, description, timeout_stop_sec, and cpu_affinity (a
+                  cpulist the program is pinned to with sched_setaffinity before exec; absent: not pinned; there is
+                  no memory policy: the standard library has no set_mempolicy) (written by the role)
     run.json      written by the supervisor when it started the process: supervisor_pid, pid, pgid, start_ticks
                   (field 22 of /proc/<pid>/stat: a pid reused by another process has other ticks), started, boot_id
     exit.json     written by the supervisor when the process ended: exit_code or signal, finished; or error when it
@@ -101,6 +103,12 @@ if pid == 0:
         devnull = os.open(os.devnull, os.O_RDONLY)
         os.dup2(devnull, 0)
         os.chdir(service.get('cwd') or '/')
+        if service.get('cpu_affinity'):
+            cpus = set()
+            for item in service['cpu_affinity'].split(','):
+                first, _dash, last = item.partition('-')
+                cpus.update(range(int(first), int(last or first) + 1))
+            os.sched_setaffinity(0, cpus)
         for number in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             signal.signal(number, signal.SIG_DFL)
         os.set_inheritable(ready_w, False)

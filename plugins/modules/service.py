@@ -48,7 +48,9 @@ options:
     description:
       - The program to run, for O(backend=supervisor) and O(state=defined).
       - C(argv) (the program by absolute path first), C(env) (name to value), C(env_files) (C(NAME=value) files; a
-        leading C(-) allows the file to be absent), C(cwd), C(description), C(timeout_stop_sec).
+        leading C(-) allows the file to be absent), C(cwd), C(description), C(timeout_stop_sec), C(cpu_affinity) (the
+        CPUs the program runs on, a cpulist such as C(0-47,96-143) or a list of numbers, set with sched_setaffinity
+        before it is executed; null runs it on every CPU; no memory policy is applied).
     type: dict
   state_dir:
     description: Where the supervisor keeps each service's folder.
