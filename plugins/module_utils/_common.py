@@ -34,6 +34,8 @@ ID_MAX_LEN = 64
 RESULTS_LAYOUT = {
     # in <root>/<campaign>/
     'campaign': 'campaign.json',
+    # the last run's wall clock and page-cache warm-up: {campaign_started, campaign_finished, page_cache_warmup_s}
+    'timing': 'timing.json',
     # in <root>/<campaign>/<stage id>/
     'status': 'status.json',
     'result': 'result-{dataset}-t{temperature}-c{concurrency}-r{repeat}.json',

@@ -28,10 +28,10 @@ from __future__ import annotations
 
 import datetime
 
-from ansible_collections.specdec.bench.plugins.module_utils._common import finite
+from ansible_collections.specdec.bench.plugins.module_utils._common import RESULTS_LAYOUT, finite
 
 # The campaign-level file the campaign writes beside campaign.json (tolerated absent).
-TIMING_FILE = 'timing.json'
+TIMING_FILE = RESULTS_LAYOUT['timing']
 # The rows of the breakdown, in order: key, label.
 STAGES_OF_TIME = (
     ('page_cache', 'page-cache warm-up'),
