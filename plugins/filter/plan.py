@@ -23,8 +23,8 @@ from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
 from ansible_collections.specdec.bench.plugins.module_utils._checkpoint import INSTALLED_MANIFEST, select, step_of
-from ansible_collections.specdec.bench.plugins.module_utils._host_probe import format_cpu_list, parse_cpu_list
 from ansible_collections.specdec.bench.plugins.module_utils._common import ID_PATTERN, ID_RE as _ID_RE, temperature_tag
+from ansible_collections.specdec.bench.plugins.module_utils._host_probe import format_cpu_list, parse_cpu_list
 from ansible_collections.specdec.bench.plugins.module_utils._process import RESTORED_SERVICE
 from ansible_collections.specdec.bench.plugins.module_utils._systemd import normalize_unit_name
 from ansible_collections.specdec.bench.plugins.plugin_utils import datasets as prompt_sets
