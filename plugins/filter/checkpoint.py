@@ -30,8 +30,8 @@ def checkpoint_ship_line(result):
     """'checkpoint-400 (step 400) from a100box: ok, 256.0 KiB through the controller (why); 256.0 KiB fetched'."""
     if not isinstance(result, Mapping) or not result.get('name'):
         raise AnsibleFilterError('checkpoint_ship_line: the input is %r; allowed: one entry of checkpoint_ship_results' % (result,))
-    head = '%s (step %s) from %s to %s: %s' % (result['name'], result.get('step'), result.get('source_host'), result.get('path'),
-                                              result.get('status'))
+    head = '%s (step %s) from %s to %s: %s' % (
+        result['name'], result.get('step'), result.get('source_host'), result.get('path'), result.get('status'))
     if result.get('status') != 'ok':
         return '%s: %s' % (head, result.get('reason'))
     if not result.get('bytes'):

@@ -296,8 +296,9 @@ def test_the_latest_evaluation_is_shown_next_to_the_loss(page, box, url):
     assert text(page, "evaluation-speedup") == "2.25\u00d7 [2.15\u20132.35] overall" and text(page, "evaluation-tau") == "3.75"
     assert text(page, "evaluation-config") == "a100box tp2 dflash n16"
     # step -> speedup / tau per dataset, the best row marked
-    assert [row["cells"] for row in shown["rows"]] == [["400", "1.50\u00d7 / 2.50", "1.30\u00d7 / 2.20", "1.50\u00d7"],
-                                                     ["800", "2.25\u00d7 / 3.75", "2.05\u00d7 / 3.45", "2.25\u00d7"]]
+    assert [row["cells"] for row in shown["rows"]] == [
+        ["400", "1.50\u00d7 / 2.50", "1.30\u00d7 / 2.20", "1.50\u00d7"],
+        ["800", "2.25\u00d7 / 3.75", "2.05\u00d7 / 3.45", "2.25\u00d7"]]
     assert [row["best"] for row in shown["rows"]] == [False, True]
     assert shown["link"] == url + "evaluation.json"
     # beside the loss curve: the panel's top is level with the first chart's, to its right

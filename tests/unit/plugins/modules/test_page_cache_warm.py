@@ -114,8 +114,8 @@ def test_list_files_counts_each_file_once(tmp_path):
     os.link(str(model / 'config.json'), str(draft / 'config.json'))  # hard link: another path, same inode
     os.symlink(str(model / 'tokenizer.json'), str(draft / 'tokenizer.json'))
     os.symlink(str(draft), str(tmp_path / 'draft-link'))
-    listed, _ = page_cache_warm.list_files([str(model), str(draft), str(tmp_path / 'draft-link'), str(model / 'config.json')],
-                                           ['*.safetensors', '*.json'])
+    listed, _notes = page_cache_warm.list_files([str(model), str(draft), str(tmp_path / 'draft-link'), str(model / 'config.json')],
+                                                ['*.safetensors', '*.json'])
     paths = [item['path'] for item in listed]
     assert len(paths) == len(set(paths))
     assert sorted(os.path.relpath(path, str(tmp_path)) for path in paths) == sorted([
@@ -125,7 +125,7 @@ def test_list_files_counts_each_file_once(tmp_path):
 
 def test_a_file_named_directly_is_read_whatever_its_name(tmp_path):
     write(tmp_path / 'weights.ckpt', 10)
-    listed, _ = page_cache_warm.list_files([str(tmp_path / 'weights.ckpt')], ['*.safetensors'])
+    listed, _notes = page_cache_warm.list_files([str(tmp_path / 'weights.ckpt')], ['*.safetensors'])
     assert listed == [{'path': str(tmp_path / 'weights.ckpt'), 'bytes': 10}]
 
 

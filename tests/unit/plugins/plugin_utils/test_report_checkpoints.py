@@ -90,9 +90,9 @@ def sweep_fixture(tmp_path_factory):
 
 def result_files(root, campaign, stage, dataset, temperature, concurrency):
     folder = Path(root) / 'ct200' / campaign / stage
-    return [json.loads((folder / synth.REPEAT_LAYOUT['result'].format(
-        dataset=dataset, temperature=synth.temperature_tag(temperature), concurrency=concurrency, repeat=repeat)).read_text())
-            for repeat in range(1, REPEATS + 1)]
+    names = [synth.REPEAT_LAYOUT['result'].format(dataset=dataset, temperature=synth.temperature_tag(temperature),
+                                                  concurrency=concurrency, repeat=repeat) for repeat in range(1, REPEATS + 1)]
+    return [json.loads((folder / name).read_text()) for name in names]
 
 
 def mean(values):

@@ -34,7 +34,8 @@ STAGES = {
 }
 
 
-def write_timings(root, campaign, stages, timing=TIMING):
+def write_timings(root, campaign, stages, timing='default'):
+    timing = TIMING if timing == 'default' else timing
     folder = Path(root) / 'ct200' / campaign
     if timing is not None:
         synth.write_json(folder / 'timing.json', timing)
