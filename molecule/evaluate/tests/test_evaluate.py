@@ -60,10 +60,14 @@ def train_on(start, steps):
                      f"--steps {steps} --pace 0.01 --checkpoint-every 100 --format json --load-seconds 0")
 
 
+# campaign.json only gains stages (kept_plan checks it); timing.json is the last run's wall clock, rewritten by each run
+REWRITTEN = ("campaign.json", "timing.json")
+
+
 def same_files(before, after):
-    """Every file of `before` is in `after` unchanged; campaign.json only gained stages (checked by kept_plan)."""
-    return {path: sha for path, sha in after.items() if path in before and path != "campaign.json"} == \
-        {path: sha for path, sha in before.items() if path != "campaign.json"}
+    """Every file of `before` is in `after` unchanged, but the campaign's two files each run rewrites."""
+    return {path: sha for path, sha in after.items() if path in before and path not in REWRITTEN} == \
+        {path: sha for path, sha in before.items() if path not in REWRITTEN}
 
 
 def kept_plan(before, after):
@@ -195,3 +199,12 @@ def test_next_evaluation_fetches_the_refused_checkpoint_again(story):
     assert status(dflash(600))["status"] == "ok"
     assert tree(CT200, f"{DEST}/checkpoint-600")["model.safetensors"] == story["weights_sha256"]
     assert "checkpoint-600 (step 600) from evaluate-a100box" in story["fourth_out"]
+
+
+def test_each_run_records_its_wall_clock_and_page_cache_warm_up(story):
+    timing = json.loads(CT200.file(f"{RESULTS}/timing.json").content_string)
+    assert timing["campaign_started"] < timing["campaign_finished"]
+    # the simulated model folder is small: always read into the page cache, and the time it took recorded
+    assert isinstance(timing["page_cache_warmup_s"], float) and timing["page_cache_warmup_s"] >= 0
+    report = open(os.path.join(REPORT, "report.md"), encoding="utf-8").read()
+    assert "Where the time went" in report
