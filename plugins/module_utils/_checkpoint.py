@@ -18,12 +18,13 @@ __metaclass__ = type  # pylint: disable=invalid-name
 
 import datetime
 import glob
-import hashlib
 import json
 import os
 import re
 import shutil
 import time
+
+from ansible_collections.specdec.bench.plugins.module_utils._common import file_sha256
 
 # checkpoint-4000, checkpoint_4000, step-4000, step_4000, step4000, 4000
 STEP_RE = re.compile(r'^(?:checkpoint[-_]?|step[-_]?|ckpt[-_]?|global_step[-_]?)?([0-9]+)$')
@@ -33,7 +34,6 @@ INSTALLED_MANIFEST = '.specdec-checkpoint.json'
 STAGING_PREFIX = '.incoming-'
 WEIGHT_SUFFIXES = ('.safetensors', '.bin')
 CONFIG = 'config.json'
-CHUNK = 1 << 20
 SHA256_RE = re.compile(r'^[0-9a-fA-F]{64}$')
 
 
@@ -67,15 +67,6 @@ def select(checkpoints, every=None, last=None):
 
 class CheckpointError(Exception):
     """A refusal: the message says what was refused and why (the module fails with it as it is)."""
-
-
-def sha256_file(path, chunk=CHUNK):
-    """The hex sha256 of the file at path, read chunk bytes (1 MiB) at a time."""
-    digest = hashlib.sha256()
-    with open(path, 'rb') as handle:
-        for block in iter(lambda: handle.read(chunk), b''):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def checkpoint_files(folder):
@@ -127,7 +118,7 @@ def checkpoint_record(folder, checksums=False):
         info = os.stat(path)
         entry = {'path': relative, 'bytes': info.st_size}
         if checksums:
-            entry['sha256'] = sha256_file(path)
+            entry['sha256'] = file_sha256(path)
         files.append(entry)
         total += info.st_size
         newest = max(newest, info.st_mtime)
@@ -310,7 +301,7 @@ def verify_copy(staging, manifest):
                     % (label, entry['path'], size, entry['bytes'], entry['sha256'], refused))
     for entry in manifest['files']:
         path = os.path.join(staging, entry['path'])
-        digest = sha256_file(path)
+        digest = file_sha256(path)
         if digest != entry['sha256']:
             return ('%s: %s has sha256 %s (%d bytes), expected %s (%d bytes): the copy is corrupted; %s'
                     % (label, entry['path'], digest, os.path.getsize(path), entry['sha256'], entry['bytes'], refused))

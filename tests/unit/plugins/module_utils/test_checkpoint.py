@@ -105,7 +105,7 @@ def test_checksums_match_hashlib_and_names_limit_them(runroot):
     records, problems = ckpt.list_checkpoints(root=str(runroot), checksums=True, names=['checkpoint-800', 'checkpoint-9'])
     assert ['sha256' in r['files'][0] for r in records] == [False, True]
     assert {'path': 'checkpoint-9', 'reason': 'was named for checksums and is not among the checkpoints listed'} in problems
-    assert ckpt.sha256_file(str(runroot / 'checkpoint-800' / 'model.safetensors')) == hashlib.sha256(WEIGHTS).hexdigest()
+    assert ckpt.file_sha256(str(runroot / 'checkpoint-800' / 'model.safetensors')) == hashlib.sha256(WEIGHTS).hexdigest()
 
 
 def test_explicit_paths_must_be_checkpoints(runroot, tmp_path):
