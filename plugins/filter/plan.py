@@ -41,7 +41,7 @@ CAMPAIGN_MAX_LEN = 64
 UNIT_PREFIX = 'specdec-'
 
 SPEC_KEYS = ('campaign', 'description', 'model', 'draft', 'tp', 'methods', 'workload', 'concurrency', 'repeats',
-             'mem_fraction', 'min_kv_headroom_gib', 'extra_args', 'env')
+             'mem_fraction', 'min_kv_headroom_gib', 'extra_args', 'env', 'parallel')
 MODEL_KEYS = ('path', 'bytes')
 # draft as a sweep: a list of these, a glob on this host, or a checkpoint set of a training run on another host
 DRAFT_ENTRY_KEYS = ('path', 'bytes', 'step')
@@ -54,7 +54,11 @@ STEP_PARAM = 'step'
 STEP_SHORT = 's'
 DEFAULT_CHECKPOINT_DIR = '/var/lib/specdec/checkpoints'
 DEFAULT_CHECKPOINT_MIN_FREE_GIB = 1
-TP_KEYS = ('size', 'gpus', 'id')
+TP_KEYS = ('size', 'gpus', 'id', 'pool')
+# spec.parallel: how many stages may run at once, on disjoint GPUs (1, the default, is one at a time)
+PARALLEL_ALLOWED = 'true, false or a number of stages >= 1'
+# the stage appended to a parallel campaign, re-running the first stage of its largest wave alone
+ALONE_SUFFIX = '-alone'
 # the random set's sizes: required unless workload.datasets names no random set (or gives them on its entry)
 WORKLOAD_RANDOM = ('input_len', 'output_len', 'num_prompts')
 WORKLOAD_OPTIONAL = ('seed', 'request_rate', 'warmup_requests', 'datasets', 'temperature', 'top_p', 'top_k',
@@ -403,16 +407,51 @@ def _spec_tp(entries):
             if len(pins) != size:
                 _fail(field + '.gpus', 'lists %d GPU(s) for size %d' % (len(pins), size), 'exactly %d GPU indices (tp size)' % size)
             pins = list(pins)
+        pool = _spec_pool(entry, field, size)
         prefix = entry.get('id', 'tp%d' % size)
         _check_id(prefix, field + '.id')
         for other in tps:
-            if other['size'] == size and other['pins'] == pins:
-                _fail(field, 'repeats %s (size %d, gpus %s: duplicate stages)' % (other['field'], size, pins), 'distinct TP entries')
+            if other['size'] == size and other['pins'] == pins and other['pool'] == pool:
+                _fail(field, 'repeats %s (size %d, %s: duplicate stages)' % (
+                    other['field'], size, 'pool %s' % pool if pool is not None else 'gpus %s' % pins), 'distinct TP entries')
             if other['prefix'] == prefix:
                 _fail(field, 'has the id %r of %s (duplicate stages)' % (prefix, other['field']),
                       'distinct TP entries; give one an id matching %s' % ID_PATTERN)
-        tps.append({'size': size, 'pins': pins, 'prefix': prefix, 'field': field})
+        tps.append({'size': size, 'pins': pins, 'pool': pool, 'prefix': prefix, 'field': field})
     return tps
+
+
+def _spec_pool(entry, field, size):
+    """A TP entry's pool: None, or its distinct GPU indices (at least size of them), in the order given."""
+    pool = entry.get('pool')
+    if pool is None:
+        return None
+    allowed = 'a list of at least %d distinct GPU indices (tp size %d), its slots the consecutive groups of %d' % (size, size, size)
+    if entry.get('gpus') is not None:
+        _fail(field + '.pool', 'is given together with %s.gpus' % field,
+              'either gpus (the %d GPUs of every stage) or pool (%s), not both' % (size, allowed))
+    if not isinstance(pool, (list, tuple)):
+        _fail(field + '.pool', 'is %r' % (pool,), allowed)
+    for position, index in enumerate(pool):
+        if not _is_int(index) or index < 0:
+            _fail('%s.pool[%d]' % (field, position), 'is %r' % (index,), 'a GPU index (0, 1, 2, ...)')
+        if index in pool[:position]:
+            _fail('%s.pool[%d]' % (field, position), 'lists GPU %d twice' % index, 'distinct GPU indices')
+    if len(pool) < size:
+        _fail(field + '.pool', 'lists %d GPU(s) for size %d' % (len(pool), size), allowed)
+    return list(pool)
+
+
+def _spec_parallel(parallel):
+    """spec.parallel as the most stages in flight at once: 1 (false, the default: one at a time), a number, or None
+    (true: as many as disjoint GPUs allow)."""
+    if parallel is None or parallel is False:
+        return 1
+    if parallel is True:
+        return None
+    if not _is_int(parallel) or parallel < 1:
+        _fail('parallel', 'is %r' % (parallel,), PARALLEL_ALLOWED)
+    return parallel
 
 
 def _temperatures(value):
@@ -858,6 +897,7 @@ def _validate(spec, table, build=None):
         'repeats': _spec_repeats(spec.get('repeats')),
         'extra_args': extra_args,
         'env': env,
+        'parallel': _spec_parallel(spec.get('parallel', False)),
     }
 
 
@@ -869,23 +909,35 @@ def _host_gpus(facts):
 
 
 def _place(tp, host, strict):
-    """(GPU indices, why not) for one TP entry on this host; host problems raise when strict."""
+    """(slots, why not) for one TP entry on this host; host problems raise when strict.
+
+    A slot is the GPU indices of one stage: the pins, or the first size GPUs of the host (one slot), or each consecutive
+    group of size GPUs of the pool (a leftover shorter than size is no slot). [[]] and why not when the GPUs are missing.
+    """
     indices = sorted(host)
     if tp['size'] > len(indices):
         if strict:
             _fail(tp['field'] + '.size', 'is %d, larger than the host\'s %d GPU(s)' % (tp['size'], len(indices)),
                   ', '.join(str(size) for size in _powers_of_two(len(indices))) or 'none (the host has no GPU)')
-        return [], 'too few GPUs: TP%d needs %d, the host has %d' % (tp['size'], tp['size'], len(indices))
-    if tp['pins'] is None:
-        return indices[:tp['size']], None
-    missing = [pin for pin in tp['pins'] if pin not in host]
+        return [[]], 'too few GPUs: TP%d needs %d, the host has %d' % (tp['size'], tp['size'], len(indices))
+    given, key, what = (tp['pins'], 'gpus', 'pinned') if tp['pool'] is None else (tp['pool'], 'pool', 'pool')
+    if given is None:
+        return [indices[:tp['size']]], None
+    missing = [pin for pin in given if pin not in host]
     if missing:
         if strict:
-            _fail('%s.gpus[%d]' % (tp['field'], tp['pins'].index(missing[0])), 'pins GPU %d, which the host does not have' % missing[0],
+            _fail('%s.%s[%d]' % (tp['field'], key, given.index(missing[0])),
+                  '%s GPU %d, which the host does not have' % ('pins' if key == 'gpus' else 'lists', missing[0]),
                   'the host\'s GPU indices %s' % ', '.join(str(i) for i in indices))
-        return [], 'pinned GPU(s) %s do not exist on the host (indices %s)' % (
-            ', '.join(str(i) for i in missing), ', '.join(str(i) for i in indices))
-    return list(tp['pins']), None
+        return [[]], '%s GPU(s) %s do not exist on the host (indices %s)' % (
+            what, ', '.join(str(i) for i in missing), ', '.join(str(i) for i in indices))
+    return _pool_slots(given, tp['size'])[0], None
+
+
+def _pool_slots(pool, size):
+    """(slots, leftover): the consecutive groups of size GPUs of a pool, and the GPUs after the last whole group."""
+    whole = len(pool) - len(pool) % size
+    return [list(pool[start:start + size]) for start in range(0, whole, size)], list(pool[whole:])
 
 
 def _cpu_set(text):
@@ -1091,7 +1143,169 @@ def _stage(plan, table, tp, indices, why_not, host, method, params, port, stoppa
         'conflicts': sorted(set(h['unit'] if h['unit'] else 'process %s' % h['stoppable_process']
                                 for h in holders if h['unit'] or h['stoppable_process'])),
         'blocked': any(not h['stoppable'] for h in holders),
+        # when it runs (_Waves): its wave and the stages in it, why it runs alone, the stage it re-runs alone; its TP's pool
+        'wave': None,
+        'wave_stages': [],
+        'alone': None,
+        'interference_of': None,
+        'pool': None,
     }
+
+
+def _free_port(port, busy_ports, base_port, count):
+    """The first port from port on that nothing on the host listens on, for the stage after count stages."""
+    while port in busy_ports:
+        port += 1
+    if port > 65535:
+        _fail('base_port', 'is %d, too high for %d stages' % (base_port, count + 1), 'a lower port')
+    return port
+
+
+def _pool_key(tp, slots, why_not):
+    """A stage's `pool`: None without one; else the pool's GPUs, its slots and the leftover GPUs no slot uses."""
+    if tp['pool'] is None:
+        return None
+    leftover = _pool_slots(tp['pool'], tp['size'])[1]
+    return {'gpus': list(tp['pool']), 'size': tp['size'], 'slots': [] if why_not else [list(slot) for slot in slots],
+            'unused': leftover}
+
+
+def _holder_name(holder):
+    if holder['unit']:
+        return holder['unit']
+    if holder['pid']:
+        return 'pid %s (%s) on GPU %s' % (holder['pid'], holder['process'], holder['gpu_index'])
+    return '%s MiB no process explains on GPU %s' % (holder['used_memory_mib'], holder['gpu_index'])
+
+
+def _alone_reason(stage):
+    """Why a feasible stage must run alone, whatever parallel says: it stops a conflict, or something holds its GPUs."""
+    if stage['blocked']:
+        return 'its GPUs are held by %s, which may not be stopped' % ', '.join(
+            _holder_name(holder) for holder in stage['holders'] if not holder['stoppable'])
+    if stage['conflicts']:
+        return 'stops %s' % ', '.join(stage['conflicts'])
+    return None
+
+
+def _chunks(items, count):
+    """items split into count consecutive chunks whose sizes differ by at most one, the larger first."""
+    size, extra = divmod(len(items), count)
+    chunks, start = [], 0
+    for position in range(count):
+        end = start + size + (1 if position < extra else 0)
+        chunks.append(items[start:end])
+        start = end
+    return chunks
+
+
+class _Waves:
+    """Groups stages into waves, the stages run at the same time, greedy in plan order (see campaign_plan.yml).
+
+    limit: the most stages of a wave (None: no limit); 1 is one stage at a time, each feasible stage its own wave, every
+    stage on its TP entry's first slot, pinned as stage_pinning says: the plan without parallel.
+    """
+
+    def __init__(self, limit):
+        self.limit = limit
+        self.parallel = limit != 1
+        self.count = 0
+        self.current = []  # the GPU sets of the stages of the wave still open; [] when closed
+        self.made = []  # (build, slot) of each stage in plan order, to re-run one alone
+
+    def _new_wave(self, stage, indices, alone=False):
+        self.count += 1
+        stage['wave'] = self.count
+        self.current = [] if alone else [set(indices)]
+
+    def place(self, slots, build):
+        """The stage build(slot) makes, on the slot its wave leaves it, with its wave and why it runs alone."""
+        slot = 0
+        if self.parallel and self.current and (self.limit is None or len(self.current) < self.limit):
+            taken = set().union(*self.current)
+            slot = next((position for position, indices in enumerate(slots) if not taken & set(indices)), None)
+        stage = build(slot or 0)
+        if stage['feasible']:
+            stage['alone'] = _alone_reason(stage)
+        if stage['alone'] and slot:
+            stage = build(0)  # a stage that runs alone runs on its entry's first slot
+            stage['alone'] = _alone_reason(stage) if stage['feasible'] else None
+            slot = 0
+        self.made.append((build, slot or 0))
+        if not stage['feasible']:
+            return stage
+        if not self.parallel or stage['alone'] or slot is None or not self.current:
+            self._new_wave(stage, slots[slot or 0], alone=not self.parallel or bool(stage['alone']))
+        else:
+            stage['wave'] = self.count
+            self.current.append(set(slots[slot]))
+        return stage
+
+    def finish(self, stages):
+        """Each stage's wave_stages, and disjoint CPU sets within each wave that runs stages side by side."""
+        waves = {}
+        for stage in stages:
+            if stage['wave'] is not None:
+                waves.setdefault(stage['wave'], []).append(stage)
+        for wave, members in waves.items():
+            for stage in members:
+                stage['wave_stages'] = [member['id'] for member in members]
+            if len(members) > 1:
+                self._split_cpus(wave, members)
+
+    @staticmethod
+    def _split_cpus(wave, members):
+        """Stages of a wave sharing local CPUs split them: per identical set, in order of first appearance, the CPUs no
+        earlier set gave away, in consecutive chunks in plan order; too few CPUs for its stages, a set is shared."""
+        groups = {}
+        for stage in members:
+            cpus = _cpu_set(stage['cpu_affinity'])
+            if cpus:
+                groups.setdefault(frozenset(cpus), []).append(stage)
+        given, sharing = set(), []
+        for cpus, group in groups.items():
+            free = sorted(cpus - given)
+            given.update(free)
+            if len(free) < len(group):
+                sharing.extend(group)  # each keeps the whole set
+                continue
+            for stage, chunk in zip(group, _chunks(free, len(group))):
+                stage['cpu_affinity'] = format_cpu_list(chunk)
+        for stage in sharing:
+            cpus = _cpu_set(stage['cpu_affinity'])
+            others = sum(1 for other in members if other is not stage and cpus & (_cpu_set(other['cpu_affinity']) or set()))
+            note = 'shares CPUs %s with %d other stage(s) of wave %d: fewer online CPUs local to its GPUs than stages' % (
+                stage['cpu_affinity'], others, wave)
+            stage['pin_note'] = '; '.join(text for text in (stage['pin_note'], note) if text)
+
+    def interference_stage(self, stages, port):
+        """The stage that re-runs the first stage of the largest wave (the first such) alone, at its first concurrency,
+        on its GPUs with all their local CPUs: None without parallel or without a wave of two stages or more."""
+        if not self.parallel:
+            return None
+        sizes = {}
+        for stage in stages:
+            if stage['wave'] is not None:
+                sizes[stage['wave']] = sizes.get(stage['wave'], 0) + 1
+        largest = max(sorted(sizes), key=lambda wave: sizes[wave], default=None)
+        if largest is None or sizes[largest] < 2:
+            return None
+        original = next(stage for stage in stages if stage['wave'] == largest)
+        build, slot = self.made[original['index']]
+        stage = build(slot, port=port)
+        stage_id = original['id'] + ALONE_SUFFIX
+        stage.update(
+            id=stage_id,
+            unit='%s%s-%s.service' % (UNIT_PREFIX, stage['campaign'], stage_id),
+            description=stage['description'].replace(' %s: ' % original['id'], ' %s: ' % stage_id, 1) + ', alone',
+            concurrency=list(original['concurrency'][:1]),
+            wave=self.count + 1,
+            wave_stages=[stage_id],
+            alone='measures interference: re-runs %s alone' % original['id'],
+            interference_of=original['id'],
+            pool=copy.deepcopy(original['pool']),
+        )
+        return stage
 
 
 def _build(build, methods, sglang_version, sglang_python):
@@ -1137,19 +1351,27 @@ def campaign_plan(facts, spec, methods=None, stoppable=None, base_port=DEFAULT_B
     host = _host_gpus(facts)
     placements = [_place(tp, host, strict) for tp in plan['tp']]  # every host check before the first stage is built
     busy_ports = _listening_ports(facts)
+    waves = _Waves(plan['parallel'])
     stages, port = [], base_port
-    for tp, (indices, why_not) in zip(plan['tp'], placements):
+    for tp, (slots, why_not) in zip(plan['tp'], placements):
+        pool = _pool_key(tp, slots, why_not)
         for method, matrix in plan['methods']:
             sweep = checkpoints if checkpoints is not None and 'draft' in table[method]['uses'] else [None]
             for params, checkpoint in itertools.product(matrix, sweep):
-                while port in busy_ports:
-                    port += 1
-                if port > 65535:
-                    _fail('base_port', 'is %d, too high for %d stages' % (base_port, len(stages) + 1), 'a lower port')
-                stage = _stage(plan, table, tp, indices, why_not, host, method, params, port, stoppable, weights_bytes, checkpoint,
-                               pinning=stage_pinning([host[i] for i in indices], facts))
+                port = _free_port(port, busy_ports, base_port, len(stages))
+
+                def build(slot, port=port, method=method, params=params, checkpoint=checkpoint, tp=tp, slots=slots, why_not=why_not):
+                    indices = slots[slot]
+                    return _stage(plan, table, tp, indices, why_not, host, method, params, port, stoppable, weights_bytes, checkpoint,
+                                  pinning=stage_pinning([host[i] for i in indices], facts))
+                stage = waves.place(slots, build)
+                stage['pool'] = copy.deepcopy(pool)
                 stages.append(dict(index=len(stages), **stage))
                 port += 1
+    waves.finish(stages)
+    alone = waves.interference_stage(stages, _free_port(port, busy_ports, base_port, len(stages)))
+    if alone is not None:
+        stages.append(dict(alone, index=len(stages)))
     seen = {}
     for stage in stages:  # a safety net: the spec checks above already make ids unique and safe
         if not _ID_RE.match(stage['id']) or len(stage['unit']) > 255:
