@@ -12,6 +12,8 @@ Controller side, the entry point of the specdec.bench.report action: generate. T
   report_stats' intervals), each repeat's row, the per-category rows, speedups over the baseline, the datasets, the
   best settings, the comparison of two campaigns;
 - report_render (CSV, JSON, Markdown, LaTeX) and report_plots (PNG), all in memory;
+- report_interference: of a campaign run side by side (issue 19), the interference stages (re-runs alone) against the
+  stages they re-run; their rows are in results.csv and results.json only, never in the tables, speedups or plots;
 - report_checkpoints: of a checkpoint sweep (issue 18), tau and speedup against the training step, the best
   checkpoint and evaluation.json (written only when a row has a step);
 - here: write_set, the only writer, which writes the files as a set and rewrites a file only when its content
@@ -29,7 +31,7 @@ from ansible_collections.specdec.bench.plugins.plugin_utils.report_checkpoints i
 from ansible_collections.specdec.bench.plugins.plugin_utils.report_plots import PLOT_CACHE, read_plot_cache, render_plot_cache, write_plots
 from ansible_collections.specdec.bench.plugins.plugin_utils.report_read import MEASURED, find_hosts, read_host
 from ansible_collections.specdec.bench.plugins.plugin_utils.report_render import (
-    named_runs, render_comparison_markdown, render_csv, render_json, render_latex, render_markdown)
+    all_rows, named_runs, render_comparison_markdown, render_csv, render_json, render_latex, render_markdown)
 from ansible_collections.specdec.bench.plugins.plugin_utils.report_rows import (
     BASELINE_METHOD, CATEGORY_KEYS, COMPARE_KEYS, DEFAULT_NOISY_CV, REPEAT_KEYS, build_report, compare_rows)
 
@@ -141,7 +143,7 @@ def generate(results_root, campaign, output_dir, layout=None, hosts=None, compar
             plots_skipped = 'matplotlib is not importable on the controller (%s); pip install matplotlib for the plots' % exc
     else:
         plots_skipped = 'plots=false'
-    write('results.csv', render_csv(report['rows']))
+    write('results.csv', render_csv(all_rows(report)))
     write('results-repeats.csv', render_csv(report['repeats'], REPEAT_KEYS))
     write('results-categories.csv', render_csv(report['categories'], CATEGORY_KEYS))
     write('results.json', render_json(report))

@@ -21,6 +21,10 @@ file with a line that is not a request record is skipped like any other file.
 
 A result's energy keys (issue 17, RESULT_ENERGY: what bench_run's telemetry measured of the repeat) are checked like
 its other numbers; a result from before telemetry has none of them and reads as if they were null.
+
+Stages run side by side (issue 19): a plan stage's wave, wave_stages and interference_of and a status.json's
+ran_beside, wave and interference_of are checked when present; results from before them read as stages run alone
+(ran_beside, interference_of, stage_wave).
 """
 
 from __future__ import annotations
@@ -140,10 +144,36 @@ def _check_stage(stage, field):
         reason = _first(_optional_str(build, key) for key in ('name', 'release', 'version', 'python', 'description'))
         if reason:
             return '%s.sglang_build: %s' % (field, reason)
-    reason = _check_draft_checkpoint(stage.get('draft_checkpoint'), field + '.draft_checkpoint')
+    reason = _check_draft_checkpoint(stage.get('draft_checkpoint'), field + '.draft_checkpoint') or _check_wave(stage, field)
     if reason:
         return reason
-    return _first(_optional_str(stage, key) for key in ('method', 'reason', 'model_path', 'draft_path'))
+    return _first(_optional_str(stage, key) for key in ('method', 'reason', 'model_path', 'draft_path', 'alone'))
+
+
+def _check_ids(doc, key, field):
+    """A list of stage ids (wave_stages, ran_beside), or absent/null."""
+    items = doc.get(key)
+    if items is None:
+        return None
+    if not isinstance(items, list):
+        return _bad('%s%s' % (field, key), items, 'a list of stage ids')
+    for index, item in enumerate(items):
+        if not isinstance(item, str) or not ID_RE.match(item):
+            return _bad('%s%s[%d]' % (field, key, index), item, 'a stage id matching %s' % ID_PATTERN)
+    return None
+
+
+def _check_wave(doc, field=None):
+    """Issue 19's keys of a plan stage or a status.json, each tolerated absent (results from before them): wave (a
+    1-based wave number or null), wave_stages and ran_beside (lists of stage ids), interference_of (the id of the
+    stage an interference stage re-runs alone, or null)."""
+    where = '%s.' % field if field else ''
+    if doc.get('wave') is not None and not _is_count(doc['wave'], 1):
+        return _bad(where + 'wave', doc['wave'], 'a wave number (an integer, 1 or more) or null')
+    original = doc.get('interference_of')
+    if original is not None and (not isinstance(original, str) or not ID_RE.match(original)):
+        return _bad(where + 'interference_of', original, 'the id of the stage it re-runs alone (matching %s) or null' % ID_PATTERN)
+    return _check_ids(doc, 'wave_stages', where) or _check_ids(doc, 'ran_beside', where)
 
 
 def _check_draft_checkpoint(checkpoint, field):
@@ -233,7 +263,7 @@ def check_status(doc):
         reason = _check_datasets(doc['datasets'], 'datasets')
         if reason:
             return reason
-    return _optional_str(doc, 'reason')
+    return _check_wave(doc) or _optional_str(doc, 'reason')
 
 
 def check_result(doc):
@@ -536,6 +566,24 @@ def _read_runs(reader, stage_dir, layout, entry):
                 records = reader.read_records(os.path.join(stage_dir, raw))
                 if records is not None:
                     entry['raw'].setdefault(run, {})[repeat] = records
+
+
+def ran_beside(entry):
+    """The ids of the other stages in flight with a stage (status.json's ran_beside, issue 19); [] when it ran alone,
+    did not run, or its status is from before the key."""
+    return list((entry.get('status') or {}).get('ran_beside') or [])
+
+
+def interference_of(entry):
+    """The id of the stage an interference stage re-runs alone (the plan's interference_of, else its status.json's);
+    None for every other stage."""
+    return entry['stage'].get('interference_of') or (entry.get('status') or {}).get('interference_of')
+
+
+def stage_wave(entry):
+    """The wave a stage ran in (the plan's, else its status.json's); None when neither names one."""
+    wave = entry['stage'].get('wave')
+    return wave if wave is not None else (entry.get('status') or {}).get('wave')
 
 
 def find_hosts(results_root, campaign):

@@ -9,6 +9,9 @@ escaped in report.md and report.tex. A report whose every run is ('random', temp
 or a campaign from before them) reads as it always did; any other run adds the datasets section and names the dataset
 and temperature of each table. A checkpoint sweep (issue 18) adds the Checkpoints section (report_checkpoints). Each
 host's section ends with where its time went (issue 19, report_time), report.tex with a table of it per host.
+Stages run side by side (issue 19): a setting measured while other stages were in flight on the host is marked § in
+the tables with one footnote per table, and a host with an interference stage gets the Interference section
+(report_interference); results.csv and results.json's rows hold the interference stages' rows after the others.
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ import re
 
 from ansible_collections.specdec.bench.plugins.plugin_utils.report_checkpoints import latex_sections as checkpoint_latex
 from ansible_collections.specdec.bench.plugins.plugin_utils.report_checkpoints import markdown_sections as checkpoint_markdown
+from ansible_collections.specdec.bench.plugins.plugin_utils.report_interference import latex_lines as interference_latex
+from ansible_collections.specdec.bench.plugins.plugin_utils.report_interference import markdown_lines as interference_markdown
 from ansible_collections.specdec.bench.plugins.plugin_utils.report_read import MEASURED
 from ansible_collections.specdec.bench.plugins.plugin_utils.report_rows import INVALID, METHOD_NAMES, ROW_KEYS, is_default_run
 from ansible_collections.specdec.bench.plugins.plugin_utils.report_tables import latex_sections, markdown_sections
@@ -44,8 +49,29 @@ def render_csv(rows, keys=ROW_KEYS):
     return out.getvalue()
 
 
+def all_rows(report):
+    """The rows of results.csv and results.json: the result rows, then the interference stages' (control_rows)."""
+    return list(report['rows']) + list(report.get('control_rows') or [])
+
+
 def render_json(report):
-    return json.dumps(report, indent=2, sort_keys=False, allow_nan=False) + '\n'
+    """results.json: the report, its rows being all_rows (control_rows is not a key of its own)."""
+    doc = dict((key, value) for key, value in report.items() if key != 'control_rows')
+    doc['rows'] = all_rows(report)
+    return json.dumps(doc, indent=2, sort_keys=False, allow_nan=False) + '\n'
+
+
+# The marker of a setting measured while other stages ran on the host (issue 19), in report.md and report.tex.
+BESIDE_MARK = '§'
+TEX_BESIDE_MARK = r'	extsuperscript{\S}'
+
+
+def beside_note(counts, interference=False):
+    """The footnote of a table whose marked settings ran beside counts (other stages in flight) other stages."""
+    counts = sorted(set(counts))
+    many = '%d' % counts[0] if len(counts) == 1 else '%d to %d' % (counts[0], counts[-1])
+    return 'measured while %s other stage%s ran on other GPUs of the host%s' % (
+        many, '' if counts == [1] else 's', '; see Interference' if interference else '')
 
 
 def _fmt(value, digits=2, suffix=''):
@@ -58,7 +84,9 @@ def _groups(rows):
     groups = {}
     for row in rows:
         key = (row['host'], row['dataset'], row['temperature'], row['tp'])
-        group = groups.setdefault(key, {'settings': [], 'concurrency': [], 'cells': {}})
+        group = groups.setdefault(key, {'settings': [], 'concurrency': [], 'cells': {}, 'beside': {}})
+        if row.get('beside'):
+            group['beside'][row['stage']] = row['beside']
         setting = (row['stage'], row['setting'], row['method'])
         if setting not in group['settings']:
             group['settings'].append(setting)
@@ -218,16 +246,18 @@ def render_markdown(report, plots=None):
         for best in report['best']:
             lines.append('| %s | %s | %g | %s | %s | %s | %s | %s | %s |' % (
                 md_escape(best['host']), md_escape(best['dataset']), best['temperature'], best['tp'], best['concurrency'],
-                md_escape(best['setting']), _fmt(best['output_throughput'], 1), _fmt(best['speedup'], 2, '×'), _tau(best)))
+                _md_best(best), _fmt(best['output_throughput'], 1), _fmt(best['speedup'], 2, '×'), _tau(best)))
         lines.append('')
+        lines += _best_note(report)
     elif report['best']:
         lines += ['## Best setting per host, TP and concurrency', '',
                   '| host | TP | concurrency | best setting | tok/s | speedup | τ |', '| --- | ---: | ---: | --- | ---: | ---: | ---: |']
         for best in report['best']:
             lines.append('| %s | %s | %s | %s | %s | %s | %s |' % (
-                md_escape(best['host']), best['tp'], best['concurrency'], md_escape(best['setting']),
+                md_escape(best['host']), best['tp'], best['concurrency'], _md_best(best),
                 _fmt(best['output_throughput'], 1), _fmt(best['speedup'], 2, '×'), _tau(best)))
         lines.append('')
+        lines += _best_note(report)
     lines += markdown_sections(report, plots)  # the papers' layout (report_tables), [] when there is nothing to show
     lines += checkpoint_markdown(report, plots)  # a checkpoint sweep (report_checkpoints), [] without one
     for host in report['hosts']:
@@ -244,6 +274,7 @@ def render_markdown(report, plots=None):
             _workload_line(env['workload'] or {}),
             '']
         host_groups = [(key, group) for key, group in groups.items() if key[0] == host['host']]
+        interference = [item for item in report.get('interference') or [] if item['host'] == host['host']]
         measured = [key for key, group in host_groups if any(r['status'] == MEASURED for r in group['cells'].values())]
         if not measured:
             lines += ['No stage of this campaign was measured on this host (see below for why).', '']
@@ -255,13 +286,15 @@ def render_markdown(report, plots=None):
             for key, group in host_groups:
                 if key in measured and key[1:3] == (dataset, temperature):
                     title = '%s: TP%s' % (_workload_label(dataset, temperature), key[3]) if named else 'TP%s' % key[3]
-                    lines += _markdown_group(title, group, report['baseline_method'], report.get('noisy_cv', 0.05))
+                    lines += _markdown_group(title, group, report['baseline_method'], report.get('noisy_cv', 0.05),
+                                             bool(interference))
             for name in ('speedup', 'accept_length', 'throughput'):
                 plot = plots.get((host['host'], dataset, temperature, name))
                 if plot:
                     lines += ['![%s](%s)' % (name.replace('_', ' '), plot), '']
         lines += _markdown_energy(report, host['host'], [(key, group) for key, group in host_groups if key in measured],
                                   named, plots)
+        lines += interference_markdown(interference, md_escape)
         lines += time_markdown(host.get('time_breakdown'), md_escape, _md_code)
         missing = [item for item in report['not_measured'] if item['host'] == host['host']]
         if missing:
@@ -433,7 +466,22 @@ def _baseline_note(group, baseline_method):
         baseline_method, ', '.join(str(c) for c in missing), why), '']
 
 
-def _markdown_group(title, group, baseline_method, noisy_cv=0.05):
+def _md_best(best):
+    return md_escape(best['setting']) + (' ' + BESIDE_MARK if best.get('beside') else '')
+
+
+def _best_note(report):
+    """The footnote of the best settings' table when one of them ran beside other stages."""
+    counts = [best['beside'] for best in report['best'] if best.get('beside')]
+    return ['%s %s' % (BESIDE_MARK, beside_note(counts, bool(report.get('interference')))), ''] if counts else []
+
+
+def _md_setting(group, stage, setting):
+    """A setting's cell: marked § when its stage ran beside other stages."""
+    return md_escape(setting) + (' ' + BESIDE_MARK if group.get('beside', {}).get(stage) else '')
+
+
+def _markdown_group(title, group, baseline_method, noisy_cv=0.05, interference=False):
     concurrency = group['concurrency']
     gpus = next((row['gpus'] for row in group['cells'].values() if row['gpus']), None)
     lines = ['### %s%s' % (title, ' (%d GPU(s))' % len(gpus.split(',')) if gpus else ''), '']
@@ -451,9 +499,11 @@ def _markdown_group(title, group, baseline_method, noisy_cv=0.05):
                 _fmt_ci(row, 'output_throughput', 1), '\\*' if row.get('noisy') else '', _fmt_ci(row, 'speedup', 2, '×'),
                 '†' if _not_significant(row, baseline_method) else '', _tau(row))
             cells.append('**%s**' % text if best[c] is row else text)
-        lines.append('| %s | %s |' % (md_escape(setting), ' | '.join(cells)))
+        lines.append('| %s | %s |' % (_md_setting(group, stage, setting), ' | '.join(cells)))
     lines.append('')
     lines += _legend(_markers_used(group['cells'].values(), baseline_method), noisy_cv)
+    if group.get('beside'):
+        lines += ['%s %s' % (BESIDE_MARK, beside_note(group['beside'].values(), interference)), '']
     lines += _baseline_note(group, baseline_method)
     lines.append('Latency (ms), median TTFT / median ITL / p99 ITL:')
     lines.append('')
@@ -564,7 +614,7 @@ def render_latex(report):
                          r'$^\dagger$' if _not_significant(row, report['baseline_method']) else '',
                          r'$^\ddagger$' if row.get('accept_length_flag') else '']
                 cells += [value + mark for value, mark in zip(values, marks)]
-            out.append('%s & %s \\\\' % (tex_escape(setting), ' & '.join(cells)))
+            out.append('%s & %s \\\\' % (tex_escape(setting) + (TEX_BESIDE_MARK if group['beside'].get(stage) else ''), ' & '.join(cells)))
         flagged = any(row.get('accept_length_flag') for row in group['cells'].values() if row['status'] == MEASURED)
         if named:
             caption = (r'%s, dataset %s at temperature %g, TP%s: output throughput, speedup over %s at the same TP, dataset, '
@@ -587,10 +637,15 @@ def render_latex(report):
             caption += r'; $^*$: noisy (CV $>$ %g\%%)' % (report.get('noisy_cv', 0.05) * 100.0)
         if flagged:
             caption += r'; $^\ddagger$: the server\'s $\tau$ differs by more than 2\%'
+        if group['beside']:
+            caption += '; %s: %s' % (TEX_BESIDE_MARK, tex_escape(beside_note(group['beside'].values(), any(
+                item['host'] == host for item in report.get('interference') or []))))
         out += [r'\bottomrule', r'\end{tabular}', r'\caption{%s.}' % caption,
                 r'\label{tab:%s}' % re.sub('[^A-Za-z0-9-]', '-', label), r'\end{table}']
     out += _latex_energy(report, groups)
     for host in report['hosts']:
+        out += interference_latex(report['campaign'], [item for item in report.get('interference') or [] if item['host'] == host['host']],
+                                  tex_escape)
         out += time_latex(host['host'], host.get('time_breakdown'), tex_escape,
                           re.sub('[^A-Za-z0-9-]', '-', '%s-%s-time' % (report['campaign'], host['host'])))
     return '\n'.join(out) + '\n'

@@ -30,6 +30,11 @@ Pure functions of what report_read.read_host returns. Definitions (as in the DFl
   the name of the drafter checkpoint it measured (the plan's draft_checkpoint.name) as checkpoint. The rows of one
   sweep differ only by step; report_checkpoints compares them.
 - time (issue 19): each host's time_breakdown (report_time): where the campaign's wall time went, in results.json's hosts.
+- side by side (issue 19): each row carries its stage's wave, beside (how many other stages were in flight with it:
+  len(status.json's ran_beside), 0 for results from before the key), ran_beside (their ids) and interference_of. A stage
+  with interference_of (the plan's re-run of a stage alone, a control measurement) is no result row: its rows are
+  report['control_rows'] (in results.csv and results.json's rows, never in the tables, speedups, best settings, plots
+  or checkpoints) and report_interference compares them with the stage they re-run (report['interference']).
 """
 
 from __future__ import annotations
@@ -39,7 +44,8 @@ import math
 from ansible_collections.specdec.bench.plugins.module_utils._common import finite
 from ansible_collections.specdec.bench.plugins.plugin_utils.report_read import (
     DEFAULT_TEMPERATURE, MEASURED, RANDOM, RESULT_COUNTS, RESULT_ENERGY_NUMBERS, RESULT_FLAGS, RESULT_NUMBERS, RESULT_TEXTS,
-    RESULT_WORKLOAD, planned_runs)
+    RESULT_WORKLOAD, interference_of, planned_runs, ran_beside, stage_wave)
+from ansible_collections.specdec.bench.plugins.plugin_utils.report_interference import interference_sections
 from ansible_collections.specdec.bench.plugins.plugin_utils.report_stats import excludes, fieller, fiellers, overlap, summaries, welch
 from ansible_collections.specdec.bench.plugins.plugin_utils.report_time import time_breakdown
 
@@ -64,7 +70,7 @@ def _stats(metric):
 # Every column of results.csv, in order; results.json rows carry the same keys.
 ROW_KEYS = (
     ('host', 'campaign', 'stage', 'method', 'setting', 'tp', 'budget', 'topk', 'num_draft_tokens', 'step', 'checkpoint',
-     'dataset', 'temperature', 'concurrency', 'status', 'reason', 'repeats', 'output_throughput') +
+     'wave', 'beside', 'ran_beside', 'interference_of', 'dataset', 'temperature', 'concurrency', 'status', 'reason', 'repeats', 'output_throughput') +
     _stats('output_throughput') + SPEEDUP_KEYS +
     ('noisy', 'baseline_stage', 'accept_length') +
     _stats('accept_length') +
@@ -265,6 +271,8 @@ def stage_rows(host, campaign, entry, pending=None):
         'setting': setting_label(stage.get('method'), params), 'tp': stage.get('tp'),
         'budget': params.get('budget'), 'topk': params.get('topk'), 'num_draft_tokens': params.get('num_draft_tokens'),
         'step': params.get('step'), 'checkpoint': (stage.get('draft_checkpoint') or {}).get('name'),
+        'wave': stage_wave(entry), 'beside': len(ran_beside(entry)), 'ran_beside': ','.join(ran_beside(entry)) or None,
+        'interference_of': interference_of(entry),
         'reason': reason,
         'gpu_name': gpu_name, 'gpu_count': gpu_count, 'gpus': ','.join(stage.get('gpus') or []) or None,
         'driver': driver, 'cuda': cuda,
@@ -579,11 +587,12 @@ def _sort_key(row, method_order):
 
 def build_report(host_data, campaign, baseline_method=BASELINE_METHOD, noisy_cv=DEFAULT_NOISY_CV):
     """The report's data from read_host() of each host: rows (speedup filled, aggregated over repeats), each repeat's
-    row, the per-category rows, environments, not-measured stages, best."""
-    rows, repeats, pending = [], [], []
+    row, the per-category rows, environments, not-measured stages, best; the rows of interference stages (control_rows)
+    and their comparison with the stages they re-run (interference, report_interference)."""
+    rows, controls, repeats, pending = [], [], [], []
     for data in host_data:
         for entry in data['stages']:
-            rows.extend(stage_rows(data['host'], campaign, entry, pending))
+            (controls if interference_of(entry) else rows).extend(stage_rows(data['host'], campaign, entry, pending))
             repeats.extend(repeat_rows(data['host'], campaign, entry))
     add_statistics(pending)
     samples, energy = {}, {}
@@ -593,20 +602,21 @@ def build_report(host_data, campaign, baseline_method=BASELINE_METHOD, noisy_cv=
             samples.setdefault(key, []).append(item['output_throughput'])
         if item['status'] == MEASURED and item['j_per_output_token'] is not None:
             energy.setdefault(key, []).append(item['j_per_output_token'])
-    add_speedup(rows, baseline_method, samples)
+    add_speedup(rows, baseline_method, samples)  # a control measurement is never a baseline, nor has a speedup
     add_energy_ratio(rows, energy)
-    mark_noisy(rows, noisy_cv)
+    mark_noisy(rows + controls, noisy_cv)
     method_order = {baseline_method: 0}
     for row in rows:
         method_order.setdefault(row['method'], len(method_order))
     rows.sort(key=lambda r: _sort_key(r, method_order))
-    order = dict(((row['host'], row['stage']) + tuple(row[key] for key in RUN_KEYS), index) for index, row in enumerate(rows))
+    controls.sort(key=lambda r: _sort_key(r, method_order))
+    order = dict(((row['host'], row['stage']) + tuple(row[key] for key in RUN_KEYS), index) for index, row in enumerate(rows + controls))
     repeats.sort(key=lambda item: (order.get((item['host'], item['stage']) + tuple(item[key] for key in RUN_KEYS), 0), item['repeat']))
     not_measured = []
     for data in host_data:
         for entry in data['stages']:
             status = INVALID if entry['skipped']['status'] else (entry['status'] or {}).get('status') or 'not run'
-            if status != MEASURED:
+            if status != MEASURED and not interference_of(entry):  # an interference stage's fate is in its own section
                 not_measured.append({
                     'host': data['host'], 'stage': entry['stage']['id'], 'tp': entry['stage'].get('tp'),
                     'setting': setting_label(entry['stage'].get('method'), entry['stage'].get('params')),
@@ -621,11 +631,13 @@ def build_report(host_data, campaign, baseline_method=BASELINE_METHOD, noisy_cv=
         'hosts': [{'host': data['host'], 'found': data['found'], 'stages': len(data['stages']),
                    'environment': _environment(data), 'time_breakdown': time_breakdown(data)} for data in host_data],
         'rows': rows,
+        'control_rows': controls,
         'repeats': repeats,
         'categories': category_rows(host_data, rows, campaign),
-        'datasets': dataset_records(host_data, rows),
+        'datasets': dataset_records(host_data, rows + controls),
         'not_measured': not_measured,
         'best': best_settings(rows, baseline_method),
+        'interference': interference_sections(host_data, rows, controls),
         'skipped_files': sorted((item for data in host_data for item in data.get('skipped_files', [])), key=lambda item: item['path']),
     }
 
@@ -642,7 +654,8 @@ def best_settings(rows, baseline_method=BASELINE_METHOD):
     return [{'host': row['host'], 'dataset': row['dataset'], 'temperature': row['temperature'], 'tp': row['tp'],
              'concurrency': row['concurrency'], 'stage': row['stage'], 'setting': row['setting'],
              'output_throughput': row['output_throughput'], 'speedup': row['speedup'], 'accept_length': row['accept_length'],
-             'accept_length_flag': row['accept_length_flag'], 'is_baseline': row['method'] == baseline_method}
+             'accept_length_flag': row['accept_length_flag'], 'is_baseline': row['method'] == baseline_method,
+             'beside': row.get('beside') or 0}
             for _key, row in sorted(best.items(), key=lambda item: item[0])]
 
 
