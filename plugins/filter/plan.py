@@ -1162,12 +1162,13 @@ def _free_port(port, busy_ports, base_port, count):
 
 
 def _pool_key(tp, slots, why_not):
-    """A stage's `pool`: None without one; else the pool's GPUs, its slots and the leftover GPUs no slot uses."""
+    """A stage's `pool`: None without one; else its TP entry's id, the pool's GPUs, the size, its slots (none when the
+    GPUs are missing) and the leftover GPUs no slot uses."""
     if tp['pool'] is None:
         return None
     leftover = _pool_slots(tp['pool'], tp['size'])[1]
-    return {'gpus': list(tp['pool']), 'size': tp['size'], 'slots': [] if why_not else [list(slot) for slot in slots],
-            'unused': leftover}
+    return {'tp': tp['prefix'], 'gpus': list(tp['pool']), 'size': tp['size'],
+            'slots': [] if why_not else [list(slot) for slot in slots], 'unused': leftover}
 
 
 def _holder_name(holder):

@@ -52,7 +52,7 @@ def pinning_text(stage):
 
 def stage_line(stage, count):
     """stage <n>/<N> <id>: <method> <params>, TP<n> on GPU(s) <indices>, port <p>, feasible and its CPU and NUMA pinning or
-    why not, its draft checkpoint, blockers, stops."""
+    why not, its draft checkpoint, blockers, stops, and the stage an interference stage re-runs alone."""
     params = dict(stage.get('params') or {})
     checkpoint = stage.get('draft_checkpoint')
     if checkpoint:
@@ -72,6 +72,9 @@ def stage_line(stage, count):
         line += ', BLOCKED by ' + '; '.join(holder_text(h) for h in stage.get('holders') or [] if not h.get('stoppable'))
     if stage.get('conflicts'):
         line += ', stops ' + ', '.join(stage['conflicts'])
+    if stage.get('interference_of'):
+        line += ', re-runs %s alone at concurrency %s (measures interference)' % (
+            stage['interference_of'], ','.join('%s' % (c,) for c in stage.get('concurrency') or []))
     return line
 
 
@@ -114,9 +117,59 @@ def checkpoints_line(stages):
     return line + ', %d already here' % here
 
 
+def _gpus_text(indices):
+    indices = list(indices or [])
+    return '%s %s' % ('GPU' if len(indices) == 1 else 'GPUs', ','.join('%s' % (index,) for index in indices) or 'none')
+
+
+def pool_lines(stages):
+    """'pool <tp id>: GPUs 1,2,...,7, 7 slot(s) of 1 GPU[; GPU(s) 6 unused (fewer than 4 left)]', once per TP entry with
+    a pool."""
+    lines, seen = [], set()
+    for stage in stages:
+        pool = stage.get('pool')
+        if not isinstance(pool, dict) or pool.get('tp') in seen:
+            continue
+        seen.add(pool.get('tp'))
+        size = pool.get('size')
+        line = 'pool %s: %s, %d slot(s) of %s %s' % (pool.get('tp'), _gpus_text(pool.get('gpus')), len(pool.get('slots') or []),
+                                                     size, 'GPU' if size == 1 else 'GPUs')
+        if pool.get('unused'):
+            line += '; %s unused (fewer than %s left for a slot)' % (_gpus_text(pool['unused']), size)
+        lines.append(line)
+    return lines
+
+
+def wave_line(wave, members):
+    """'wave 1 (5 stages at once): <id> on GPU 1, <id> on GPU 2, ...', 'wave 7: <id> alone (<why>)' or
+    'wave 2: <id> on GPUs 1,2,3,4'."""
+    if len(members) > 1:
+        return 'wave %s (%d stages at once): %s' % (wave, len(members), ', '.join(
+            '%s on %s' % (stage['id'], _gpus_text(stage.get('gpu_indices'))) for stage in members))
+    stage = members[0]
+    if stage.get('alone'):
+        return 'wave %s: %s alone (%s)' % (wave, stage['id'], stage['alone'])
+    return 'wave %s: %s on %s' % (wave, stage['id'], _gpus_text(stage.get('gpu_indices')))
+
+
+def wave_lines(stages):
+    """The waves of a plan that runs stages side by side (a wave of two stages or more, or an interference stage): a
+    line with their count, then one per wave; [] for a plan that runs one stage at a time (or planned before waves)."""
+    waves = {}
+    for stage in stages:
+        if stage.get('wave') is not None:
+            waves.setdefault(stage['wave'], []).append(stage)
+    if not any(len(members) > 1 or members[0].get('interference_of') for members in waves.values()):
+        return []
+    most = max(len(members) for members in waves.values())
+    lines = ['%d wave(s), at most %d stage(s) at once' % (len(waves), most)]
+    return lines + [wave_line(wave, waves[wave]) for wave in sorted(waves)]
+
+
 def plan_lines(plan_stages, campaign, host):
     """The plan's header (stages, feasible, blocked), its workload (the same in every stage), the draft checkpoints of a
-    sweep (how many to copy, how many already here), one line per stage."""
+    sweep (how many to copy, how many already here), the GPU pools, one line per stage, then the waves of a plan that
+    runs stages side by side."""
     stages = plan_stages or []
     lines = ['%s on %s: %d stage(s), %d feasible, %d blocked' % (
         campaign, host, len(stages), sum(1 for s in stages if s.get('feasible')), sum(1 for s in stages if s.get('blocked')))]
@@ -126,7 +179,8 @@ def plan_lines(plan_stages, campaign, host):
     checkpoints = checkpoints_line(stages)
     if checkpoints:
         lines.append(checkpoints)
-    return lines + [stage_line(stage, len(stages)) for stage in stages]
+    lines += pool_lines(stages)
+    return lines + [stage_line(stage, len(stages)) for stage in stages] + wave_lines(stages)
 
 
 class FilterModule:
