@@ -1,0 +1,182 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, specdec.bench developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""stage_run_args, stage_wave_line and campaign_waves: what one specdec.bench.stage_run call of a stage gets, how a
+wave is announced, and which stages run together.
+
+Their documentation is in stage_run_args.yml, stage_wave_line.yml and campaign_waves.yml beside this file. One place
+for a stage's harness runs: the matrix (prompt set x temperature x concurrency, in that order) and each run's
+bench_run options.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from ansible.errors import AnsibleFilterError
+
+# What bench_run records of a prompt set in each result (its controller paths and notes stay on the controller).
+DATASET_KEYS = ('name', 'kind', 'source', 'source_sha256', 'normalized_sha256', 'prompts_sha256', 'template_sha256', 'count',
+                'max_new_tokens', 'turns', 'chat_template_kwargs')
+# What status.json lists of the sets the stage ran: the prepared entries without controller paths and notes.
+NOT_RECORDED = ('prompts_path', 'notes')
+RANDOM = {'name': 'random', 'kind': 'random', 'num_prompts': None, 'input_len': None, 'output_len': None}
+SETTINGS = {
+    'results_root': None, 'campaign': None, 'harness': 'builtin', 'python': 'python3', 'datasets': [],
+    'datasets_dir': '/var/lib/specdec/datasets', 'keep': [], 'backend': 'systemd', 'service_dir': '/var/lib/specdec/services',
+    'unit_dir': '/etc/systemd/system', 'stop_timeout': 60, 'ready_timeout': 900, 'journal_lines': 200,
+    'request_timeout': None, 'request_deadline': None, 'run_deadline': None, 'telemetry': 'auto', 'telemetry_interval': 0.1,
+    'mode': '0640', 'lease_timeout': 0,
+}
+
+
+def _fail(field, value, allowed):
+    raise AnsibleFilterError('stage_run_args: %s is %r; allowed: %s' % (field, value, allowed))
+
+
+def _first(*values):
+    """The first value that is set (not None, not empty): an entry's own size before the workload's."""
+    for value in values:
+        if value is not None and value != '':
+            return value
+    return None
+
+
+def stage_dir(stage, settings):
+    return '%s/%s/%s' % (settings['results_root'], settings['campaign'], stage['id'])
+
+
+def stage_runs(stage, settings):
+    """The bench_run options of each harness run of the stage, in the order they run."""
+    workload = stage.get('workload') or {}
+    datasets = settings.get('datasets') or [RANDOM]
+    runs = []
+    for dataset in datasets:
+        random = dataset.get('kind') == 'random'
+        for temperature in workload.get('temperature') or [0]:
+            for concurrency in stage.get('concurrency') or []:
+                run = {
+                    'harness': settings['harness'],
+                    'python': settings['python'],
+                    'base_url': 'http://127.0.0.1:%d' % stage['port'],
+                    'stage': stage['id'],
+                    'concurrency': concurrency,
+                    'dataset': dict((key, value) for key, value in dataset.items() if key in DATASET_KEYS),
+                    'temperature': float(temperature),
+                    'top_p': workload.get('top_p', 1.0),
+                    'top_k': workload.get('top_k', -1),
+                    # random prompts always run to output_len; a prompt set stops at EOS unless the workload says otherwise
+                    'ignore_eos': random or not workload.get('stop_at_eos', True),
+                    'seed': workload.get('seed', 1),
+                    'warmup_requests': workload.get('warmup_requests', 1),
+                    'request_rate': workload.get('request_rate', 'inf'),
+                    'flush_cache': True,
+                    'repeats': int(stage.get('repeats') or 1),
+                    # the energy of the stage's own GPUs (the plan's UUIDs) per measured repeat
+                    'gpus': list(stage.get('gpus') or []),
+                    'telemetry': str(settings['telemetry']),
+                    'telemetry_interval': float(settings['telemetry_interval']),
+                    'output_dir': stage_dir(stage, settings),
+                }
+                if random:
+                    # random prompts as the workload asks (an entry's own sizes first)
+                    for key in ('num_prompts', 'input_len', 'output_len'):
+                        run[key] = _first(dataset.get(key), workload.get(key))
+                else:
+                    run['num_prompts'] = dataset.get('count')
+                    run['prompts_file'] = '%s/%s.jsonl' % (settings['datasets_dir'], dataset.get('prompts_sha256'))
+                    run['max_new_tokens'] = dataset.get('max_new_tokens')
+                for key in ('request_timeout', 'request_deadline', 'run_deadline'):
+                    if settings.get(key) is not None:
+                        run[key] = settings[key]
+                runs.append(run)
+    return runs
+
+
+def stage_run_args(stage, settings, wave=None):
+    """The options of one specdec.bench.stage_run call for a stage of the plan (settings: the bench_stage role's, see
+    SETTINGS; wave: the ids of the stages started with it, itself included)."""
+    if not isinstance(stage, Mapping) or not stage.get('id') or not isinstance(stage.get('port'), int):
+        _fail('the input', stage, 'one stage of specdec.bench.campaign_plan (id, port, unit, ...)')
+    if not isinstance(settings, Mapping):
+        _fail('settings', settings, 'a dict of the bench_stage settings')
+    unknown = sorted(set(settings) - set(SETTINGS))
+    if unknown:
+        _fail('settings.%s' % unknown[0], settings[unknown[0]], ', '.join(sorted(SETTINGS)))
+    settings = dict(SETTINGS, **settings)
+    for key in ('results_root', 'campaign'):
+        if not settings.get(key):
+            _fail('settings.' + key, settings.get(key), 'a non-empty string')
+    wave = list(wave or [stage['id']])
+    directory = stage_dir(stage, settings)
+    datasets = settings.get('datasets') or [RANDOM]
+    return {
+        'dir': directory,
+        'keep': list(settings['keep']),
+        'unit': stage['unit'],
+        'backend': settings['backend'],
+        'state_dir': settings['service_dir'],
+        'unit_dir': settings['unit_dir'],
+        'stop_timeout': int(settings['stop_timeout']),
+        'port': stage['port'],
+        'ready_timeout': float(settings['ready_timeout']),
+        'journal_lines': int(settings['journal_lines']),
+        'runs': stage_runs(stage, settings),
+        'status': {
+            'stage': stage['id'],
+            'sglang_build': stage.get('sglang_build'),
+            'datasets': [dict((key, value) for key, value in dataset.items() if key not in NOT_RECORDED) for dataset in datasets],
+            # every run measured this many times: the campaign skips the stage unless it plans more
+            'repeats': int(stage.get('repeats') or 1),
+            # the stages in flight beside this one (other GPUs of the host), the plan's wave, and what it re-runs alone
+            'ran_beside': [other for other in wave if other != stage['id']],
+            'wave': stage.get('wave'),
+            'interference_of': stage.get('interference_of'),
+        },
+        'mode': settings['mode'],
+        'progress_file': directory + '/progress.json',
+        'lease_file': directory + '/.lease',
+        'lease_timeout': float(settings['lease_timeout']),
+    }
+
+
+def stage_wave_line(stages, label=''):
+    """'wave 2 of 5: tp1-dflash-n16 (GPU 2), tp1-ddtree-b32-k4 (GPU 3) at once' or 'stage 3 of 12: tp8-autoregressive alone'."""
+    if not isinstance(stages, (list, tuple)) or not stages or not all(isinstance(stage, Mapping) for stage in stages):
+        raise AnsibleFilterError('stage_wave_line: the input is %r; allowed: a non-empty list of stages of the plan' % (stages,))
+    parts = ['%s (GPU %s)' % (stage['id'], ','.join(str(index) for index in stage.get('gpu_indices') or []) or '?') for stage in stages]
+    head = '%s: ' % label if label else ''
+    if len(stages) == 1:
+        alone = stages[0].get('alone')
+        return '%s%s%s' % (head, parts[0], ' alone: %s' % alone if alone else '')
+    return '%s%d stages at once: %s' % (head, len(stages), ', '.join(parts))
+
+
+def campaign_waves(stages, unavailable=None):
+    """The stages still to run, in plan order, grouped into the waves they run in: a list of non-empty lists.
+
+    Only stages that start a server: infeasible ones, and those whose draft checkpoint path is a key of `unavailable`
+    (checkpoint_ship_failed: it could not be copied), are left out (the bench_stage role records them). Stages of the
+    same plan `wave` run together; a stage without one (a plan made one stage at a time) is a wave of its own.
+    """
+    if not isinstance(stages, (list, tuple)) or not all(isinstance(stage, Mapping) and stage.get('id') for stage in stages):
+        raise AnsibleFilterError('campaign_waves: the input is %r; allowed: a list of stages of specdec.bench.campaign_plan' % (stages,))
+    unavailable = unavailable or {}
+    waves, keys = [], []
+    for stage in stages:
+        checkpoint = stage.get('draft_checkpoint') or {}
+        if not stage.get('feasible') or (checkpoint.get('path') and checkpoint['path'] in unavailable):
+            continue
+        key = stage.get('wave')
+        if key is not None and keys and keys[-1] == key:
+            waves[-1].append(stage)
+        else:
+            waves.append([stage])
+            keys.append(key)
+    return waves
+
+
+class FilterModule:
+    def filters(self):
+        return {'stage_run_args': stage_run_args, 'stage_wave_line': stage_wave_line, 'campaign_waves': campaign_waves}

@@ -1,0 +1,158 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, specdec.bench developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: stage_progress
+short_description: Read the progress and the outcome of the stages in flight on a host, in one round trip
+version_added: 0.5.0
+description:
+  - For each M(specdec.bench.stage_run) job started with C(async), reads the job's results file (as
+    M(ansible.builtin.async_status) does) and the stage's progress file, and renews the stage's lease (touches its
+    lease file), so the stage goes on only while a controller polls it.
+  - The P(specdec.bench.stage_wait#action) action calls it once per poll for all the stages of a wave; a playbook need not.
+author:
+  - specdec.bench developers (!UNKNOWN)
+options:
+  jobs:
+    description: The jobs to read.
+    type: list
+    elements: dict
+    required: true
+    suboptions:
+      jid:
+        description: The async job id (C(ansible_job_id) of the task that started it).
+        type: str
+        required: true
+      progress_file:
+        description: The stage's progress file (M(specdec.bench.stage_run)'s O(specdec.bench.stage_run#module:progress_file)).
+        type: path
+      lease_file:
+        description: The stage's lease file, touched at each read (M(specdec.bench.stage_run)'s
+          O(specdec.bench.stage_run#module:lease_file)); not touched once the job finished.
+        type: path
+  async_dir:
+    description: Where the async jobs' results files are (the shell's C(async_dir); the action passes it).
+    type: path
+    required: true
+  cleanup:
+    description: Remove the results file of a finished job once it was read, as M(ansible.builtin.async_status) with
+      C(mode=cleanup) does.
+    type: bool
+    default: true
+extends_documentation_fragment:
+  - specdec.bench.attributes
+attributes:
+  check_mode:
+    support: full
+    details: [It reads and renews leases in check mode too; the jobs it reads were started by a real run.]
+  diff_mode:
+    support: none
+notes:
+  - A results file that cannot be parsed yet is a job still running (the wrapper writes it atomically, so this happens
+    only before the first write).
+"""
+
+EXAMPLES = r"""
+- name: Read the stages in flight
+  specdec.bench.stage_progress:
+    jobs:
+      - {jid: "j1234.5678", progress_file: /root/bench_results/c/tp1-autoregressive/progress.json,
+         lease_file: /root/bench_results/c/tp1-autoregressive/.lease}
+    async_dir: /root/.ansible_async
+"""
+
+RETURN = r"""
+jobs:
+  description: One entry per job, in the order given.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    jid:
+      description: The job id.
+      type: str
+    found:
+      description: Whether the job's results file exists (false for a job that never started or was cleaned up).
+      type: bool
+    finished:
+      description: Whether the job ended (its result is there).
+      type: bool
+    result:
+      description: The job's result when it finished (the module's own result, or the async wrapper's failure), else null.
+      type: dict
+    progress:
+      description: The stage's progress file as JSON, or null when it is missing or not JSON yet.
+      type: dict
+"""
+
+import json
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+
+
+def read_json(path):
+    """The JSON document at path, or None when it is missing or not (yet) JSON."""
+    try:
+        with open(path, encoding='utf-8') as handle:
+            return json.load(handle)
+    except (OSError, ValueError):
+        return None
+
+
+def renew(path):
+    """Touch the lease file (created when missing); a stage folder that is gone is not an error here."""
+    try:
+        with open(path, 'a', encoding='utf-8'):
+            pass
+        os.utime(path, None)
+    except OSError:
+        pass
+
+
+def job_state(async_dir, job, cleanup):
+    path = os.path.join(async_dir, job['jid'])
+    found = os.path.exists(path)
+    data = read_json(path) if found else None
+    # as async_status: the wrapper's first write has `started`; the module's result (or its failure) does not
+    finished = isinstance(data, dict) and ('started' not in data or bool(data.get('finished')))
+    if found and finished and cleanup:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+    if not finished and job.get('lease_file'):
+        renew(job['lease_file'])
+    return {
+        'jid': job['jid'],
+        'found': found,
+        'finished': finished,
+        'result': data if finished else None,
+        'progress': read_json(job['progress_file']) if job.get('progress_file') else None,
+    }
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            jobs=dict(type='list', elements='dict', required=True, options=dict(
+                jid=dict(type='str', required=True),
+                progress_file=dict(type='path'),
+                lease_file=dict(type='path'),
+            )),
+            async_dir=dict(type='path', required=True),
+            cleanup=dict(type='bool', default=True),
+        ),
+        supports_check_mode=True,
+    )
+    params = module.params
+    module.exit_json(changed=False, jobs=[job_state(params['async_dir'], job, params['cleanup']) for job in params['jobs']])
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,51 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, specdec.bench developers
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""stage_progress: the jobs of a wave read in one call, as async_status reads one, and their leases renewed."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+from ansible_collections.specdec.bench.plugins.modules import stage_progress
+
+
+def _write(path, data):
+    path.write_text(data if isinstance(data, str) else json.dumps(data))
+
+
+def test_running_finished_and_missing_jobs(run_module, tmp_path):
+    jobs = tmp_path / 'async'
+    jobs.mkdir()
+    _write(jobs / 'j1', {'started': True, 'finished': False, 'ansible_job_id': 'j1'})
+    _write(jobs / 'j2', {'changed': True, 'status': {'stage': 'b', 'status': 'ok'}})
+    _write(jobs / 'j3', '')  # not written yet: running
+    stage = tmp_path / 'a'
+    stage.mkdir()
+    _write(stage / 'progress.json', {'stage': 'a', 'phase': 'loading'})
+    lease = stage / '.lease'
+    _write(lease, '')
+    old = time.time() - 500
+    os.utime(lease, (old, old))
+    result = run_module(stage_progress, {'async_dir': str(jobs), 'jobs': [
+        {'jid': 'j1', 'progress_file': str(stage / 'progress.json'), 'lease_file': str(lease)},
+        {'jid': 'j2'}, {'jid': 'j3'}, {'jid': 'j4'}]})
+    assert result['exit_code'] == 0 and not result['changed']
+    one, two, three, four = result['jobs']
+    assert (one['found'], one['finished'], one['result'], one['progress']) == (True, False, None, {'stage': 'a', 'phase': 'loading'})
+    assert time.time() - os.stat(lease).st_mtime < 60  # renewed
+    assert two['finished'] and two['result']['status'] == {'stage': 'b', 'status': 'ok'} and two['progress'] is None
+    assert not (jobs / 'j2').exists()  # read once, then removed as async_status cleanup does
+    assert three['found'] and not three['finished']
+    assert not four['found'] and not four['finished']
+
+
+def test_a_finished_job_keeps_its_file_without_cleanup_and_its_lease_is_left_alone(run_module, tmp_path):
+    _write(tmp_path / 'j1', {'failed': True, 'msg': 'Timeout exceeded', 'child_pid': 12})
+    lease = tmp_path / '.lease'
+    result = run_module(stage_progress, {'async_dir': str(tmp_path), 'cleanup': False,
+                                         'jobs': [{'jid': 'j1', 'lease_file': str(lease)}]})
+    assert result['jobs'][0]['finished'] and result['jobs'][0]['result']['msg'] == 'Timeout exceeded'
+    assert (tmp_path / 'j1').exists() and not lease.exists()
