@@ -85,82 +85,22 @@ kept:
   sample: [raw-random-t0-c1-r1.jsonl, result-random-t0-c1-r1.json]
 """
 
-import fnmatch
-import os
-import shutil
-
 from ansible.module_utils.basic import AnsibleModule
 
-PREFIX = 'attempt-'
-
-
-def attempt_files(names, is_file):
-    """The names of an attempt's files among a folder's entries: plain files, not hidden ones, sorted."""
-    return sorted(name for name in names if not name.startswith('.') and is_file(name))
-
-
-def next_attempt(names):
-    """attempt-<n> with the smallest n >= 1 not among names (as the shell loop did: the first free number)."""
-    taken = set(names)
-    number = 1
-    while PREFIX + str(number) in taken:
-        number += 1
-    return PREFIX + str(number)
-
-
-def kept_files(files, keep):
-    """The files matching a pattern of keep (fnmatch, case-sensitive), sorted."""
-    return sorted(name for name in files if any(fnmatch.fnmatchcase(name, pattern) for pattern in keep))
-
-
-def rotate(directory, mode, check_mode=False, keep=()):
-    """Move the attempt's files into the next attempt-<n>/, copying those that match keep and leaving them in place;
-    (attempt folder or None, files it got, files kept in place)."""
-    try:
-        names = os.listdir(directory)
-    except FileNotFoundError:
-        return None, [], []
-    files = attempt_files(names, lambda name: os.path.isfile(os.path.join(directory, name))
-                          and not os.path.islink(os.path.join(directory, name)))
-    if not files:
-        return None, [], []
-    kept = kept_files(files, keep)
-    target = os.path.join(directory, next_attempt(names))
-    if check_mode:
-        return target, files, kept
-    # mkdir fails on an existing path: an attempt folder made since listdir is never written into.
-    os.mkdir(target, mode)
-    os.chmod(target, mode)
-    for name in files:
-        destination = os.path.join(target, name)
-        if os.path.lexists(destination):
-            raise FileExistsError('%s exists' % destination)
-        if name in kept:
-            shutil.copy2(os.path.join(directory, name), destination)
-        else:
-            os.rename(os.path.join(directory, name), destination)
-    return target, files, kept
+# the logic and the names tests and callers use live in module_utils (specdec.bench.stage_run runs it as a step)
+from ansible_collections.specdec.bench.plugins.module_utils._step_attempt import (  # noqa: F401  pylint: disable=unused-import
+    ARGUMENT_SPEC,
+    PREFIX,
+    attempt_files,
+    kept_files,
+    next_attempt,
+    rotate,
+    run,
+)
 
 
 def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            dir=dict(type='path', required=True),
-            mode=dict(type='raw', default='0750'),
-            keep=dict(type='list', elements='str', default=[]),
-        ),
-        supports_check_mode=True,
-    )
-    mode = module.params['mode']
-    try:
-        mode = int(mode, 8) if isinstance(mode, str) else int(mode)
-    except ValueError:
-        module.fail_json(msg='mode must be an octal mode such as 0750, got %r' % (module.params['mode'],))
-    try:
-        target, files, kept = rotate(module.params['dir'], mode, module.check_mode, module.params['keep'])
-    except OSError as exc:
-        module.fail_json(msg='could not keep the earlier attempt of %s: %s' % (module.params['dir'], exc))
-    module.exit_json(changed=target is not None, attempt=target, files=files, kept=kept)
+    run(AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True))
 
 
 if __name__ == '__main__':
