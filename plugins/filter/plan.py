@@ -1214,32 +1214,32 @@ class _Waves:
         self.current = []  # the GPU sets of the stages of the wave still open; [] when closed
         self.made = []  # (build, slot) of each stage in plan order, to re-run one alone
 
-    def _new_wave(self, stage, indices, alone=False):
-        self.count += 1
-        stage['wave'] = self.count
-        self.current = [] if alone else [set(indices)]
-
     def place(self, slots, build):
-        """The stage build(slot) makes, on the slot its wave leaves it, with its wave and why it runs alone."""
-        slot = 0
-        if self.parallel and self.current and (self.limit is None or len(self.current) < self.limit):
-            taken = set().union(*self.current)
-            slot = next((position for position, indices in enumerate(slots) if not taken & set(indices)), None)
-        stage = build(slot or 0)
-        if stage['feasible']:
-            stage['alone'] = _alone_reason(stage)
-        if stage['alone'] and slot:
-            stage = build(0)  # a stage that runs alone runs on its entry's first slot
-            stage['alone'] = _alone_reason(stage) if stage['feasible'] else None
-            slot = 0
-        self.made.append((build, slot or 0))
+        """The stage build(slot) makes, on the slot its wave leaves it, with its wave and why it runs alone.
+
+        Its feasibility, and whether it must run alone, are those on its entry's first slot (where it runs when alone).
+        Beside other stages it takes the first slot whose GPUs no stage of the open wave has and on which it is feasible
+        and stops nothing; without one, or with the wave full, it starts a new wave on the first slot.
+        """
+        stage = build(0)
+        self.made.append((build, 0))
         if not stage['feasible']:
             return stage
-        if not self.parallel or stage['alone'] or slot is None or not self.current:
-            self._new_wave(stage, slots[slot or 0], alone=not self.parallel or bool(stage['alone']))
-        else:
-            stage['wave'] = self.count
-            self.current.append(set(slots[slot]))
+        stage['alone'] = _alone_reason(stage)
+        if self.parallel and not stage['alone'] and self.current and (self.limit is None or len(self.current) < self.limit):
+            taken = set().union(*self.current)
+            for slot, indices in enumerate(slots):
+                if taken & set(indices):
+                    continue
+                beside = stage if slot == 0 else build(slot)
+                if beside['feasible'] and not _alone_reason(beside):
+                    beside['wave'] = self.count
+                    self.current.append(set(indices))
+                    self.made[-1] = (build, slot)
+                    return beside
+        self.count += 1
+        stage['wave'] = self.count
+        self.current = [set(slots[0])] if self.parallel and not stage['alone'] else []
         return stage
 
     def finish(self, stages):
