@@ -63,7 +63,7 @@ def render_json(report):
 
 # The marker of a setting measured while other stages ran on the host (issue 19), in report.md and report.tex.
 BESIDE_MARK = '§'
-TEX_BESIDE_MARK = r'	extsuperscript{\S}'
+TEX_BESIDE_MARK = r'\textsuperscript{\S}'
 
 
 def beside_note(counts, interference=False):

@@ -5,8 +5,6 @@
 each stage's status.json started, finished and timings), every figure of results.json's time_breakdown checked, the
 shares adding up to 100%, the tables of report.md and report.tex (compiled), and older results without timings."""
 import json
-import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -17,6 +15,7 @@ from ansible_collections.specdec.bench.plugins.plugin_utils.report_time import c
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import synthetic_results as synth  # noqa: E402  pylint: disable=wrong-import-position
+from report_helpers import compile_tex  # noqa: E402  pylint: disable=wrong-import-position
 
 MATRIX = [(1, 'autoregressive', {}), (1, 'dflash', {'num_draft_tokens': 16}), (1, 'ddtree', {'budget': 64, 'topk': 4})]
 AR, DFLASH, DDTREE = 'tp1-autoregressive', 'tp1-dflash-n16', 'tp1-ddtree-b64-k4'
@@ -111,16 +110,8 @@ def test_report_tex_has_the_time_table_and_compiles(made, tmp_path):
     assert r'\label{tab:tm-ct200-time}' in tex
     assert r'measuring & 1201.0 & 33.4\% \\' in tex and r'Campaign wall time & 3600.0 & 100.0\% \\' in tex
     assert r'tp1-dflash-n16 & 1200.0 & 33.3\% \\' in tex.replace(r'\_', '_')
-    engine = next((name for name in ('pdflatex', 'lualatex') if shutil.which(name)), None)
-    if engine is None:
-        pytest.skip('no TeX engine on PATH: compiling report.tex is skipped')
-    shutil.copy(made['out'] / 'report.tex', tmp_path / 'report.tex')
-    (tmp_path / 'doc.tex').write_text('\\documentclass{article}\n\\usepackage{booktabs}\n\\usepackage[T1]{fontenc}\n'
-                                      '\\begin{document}\n\\input{report.tex}\n\\end{document}\n')
-    done = subprocess.run([engine, '-interaction=nonstopmode', '-halt-on-error', 'doc.tex'], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=300, check=False)
-    assert done.returncode == 0, done.stdout[-3000:]
-    assert 'Overfull \\hbox' not in (tmp_path / 'doc.log').read_text(errors='replace')
+    log = compile_tex(made['out'] / 'report.tex', tmp_path)
+    assert 'Overfull \\hbox' not in log
 
 
 def test_results_without_timings_report_unknown_and_no_tex_table(tmp_path):
