@@ -4,9 +4,10 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Action specdec.bench.stage_wait: wait for the stages of a wave started with `async`, printing their progress live.
 
-Each poll is one round trip for the whole wave: specdec.bench.stage_progress reads every job's results file and
-progress file on the host and renews each stage's lease. Between polls the action prints what changed (a server
-loading, ready, each finished harness run) as it happens, not at the end of the task.
+Each poll is one round trip for the whole wave, and a long one: specdec.bench.stage_progress renews each stage's lease,
+waits on the host until a job ends or a progress file changes (at most `poll` seconds), then returns every job's
+results and progress. The action prints what changed (a server loading, ready, each finished harness run) as it
+happens, not at the end of the task, and a stage's end is seen within a tick, not after a fixed interval.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ display = Display()
 
 ARGUMENT_SPEC = {
     'jobs': {'type': 'list', 'elements': 'dict', 'required': True},
-    'poll': {'type': 'float', 'default': 1.0},
+    'poll': {'type': 'float', 'default': 5.0},
     'timeout': {'type': 'float', 'default': 0.0},
     'missing_after': {'type': 'float', 'default': 60.0},
 }
@@ -95,7 +96,7 @@ class ActionModule(ActionBase):
         while pending:
             reply = self._execute_module(
                 module_name='specdec.bench.stage_progress', task_vars=task_vars,
-                module_args={'async_dir': async_dir, 'jobs': [
+                module_args={'async_dir': async_dir, 'wait': args['poll'], 'jobs': [
                     dict((key, value) for key, value in (('jid', jobs[p][1]), ('progress_file', jobs[p][2]), ('lease_file', jobs[p][3]))
                          if value) for p in pending]})
             polls += 1
@@ -118,8 +119,6 @@ class ActionModule(ActionBase):
                 for position in pending:
                     outcome[position]['msg'] = 'still running after %d s (stage_wait timeout); no controller polls it any more' % waited
                 break
-            if pending:
-                time.sleep(args['poll'])
         stages = []
         for position in range(len(jobs)):
             entry = outcome[position]

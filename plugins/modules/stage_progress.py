@@ -44,6 +44,13 @@ options:
       C(mode=cleanup) does.
     type: bool
     default: true
+  wait:
+    description:
+      - Seconds to wait on the host for something to happen before answering (a long poll): it answers as soon as a job
+        ends or a progress file changes, at the latest after O(wait) seconds. V(0) answers at once.
+      - One round trip per event instead of one per fixed interval, and no interval's delay after a stage ends.
+    type: float
+    default: 0.0
 extends_documentation_fragment:
   - specdec.bench.attributes
 attributes:
@@ -92,8 +99,12 @@ jobs:
 
 import json
 import os
+import time
 
 from ansible.module_utils.basic import AnsibleModule
+
+# how often a long poll looks at the files
+TICK_S = 0.05
 
 
 def read_json(path):
@@ -115,19 +126,46 @@ def renew(path):
         pass
 
 
+def _mtime(path):
+    try:
+        return os.stat(path).st_mtime_ns
+    except (OSError, TypeError):
+        return None
+
+
+def snapshot(async_dir, jobs):
+    """What a long poll watches: each job's results file and progress file (modification times)."""
+    return [(_mtime(os.path.join(async_dir, job['jid'])), _mtime(job.get('progress_file'))) for job in jobs]
+
+
+def wait_for_change(async_dir, jobs, seconds, clock=time.monotonic, sleep=time.sleep):
+    """Return as soon as a watched file changes, at the latest after `seconds`."""
+    deadline = clock() + seconds
+    before = snapshot(async_dir, jobs)
+    while clock() < deadline:
+        sleep(min(TICK_S, max(0.0, deadline - clock())))
+        if snapshot(async_dir, jobs) != before:
+            return True
+    return False
+
+
+def finished_result(path):
+    """The job's result when it ended, else None: as async_status, the wrapper's first write has `started`, the
+    module's result (or the wrapper's failure) does not."""
+    data = read_json(path)
+    return data if isinstance(data, dict) and ('started' not in data or bool(data.get('finished'))) else None
+
+
 def job_state(async_dir, job, cleanup):
     path = os.path.join(async_dir, job['jid'])
     found = os.path.exists(path)
-    data = read_json(path) if found else None
-    # as async_status: the wrapper's first write has `started`; the module's result (or its failure) does not
-    finished = isinstance(data, dict) and ('started' not in data or bool(data.get('finished')))
+    data = finished_result(path) if found else None
+    finished = data is not None
     if found and finished and cleanup:
         try:
             os.unlink(path)
         except OSError:
             pass
-    if not finished and job.get('lease_file'):
-        renew(job['lease_file'])
     return {
         'jid': job['jid'],
         'found': found,
@@ -147,10 +185,19 @@ def main():
             )),
             async_dir=dict(type='path', required=True),
             cleanup=dict(type='bool', default=True),
+            wait=dict(type='float', default=0.0),
         ),
         supports_check_mode=True,
     )
     params = module.params
+    if not 0 <= params['wait'] <= 600:
+        module.fail_json(msg='wait is %s; allowed: 0 to 600 seconds' % params['wait'])
+    for job in params['jobs']:
+        # only a stage still in flight: a finished one's folder gets no lease file
+        if job.get('lease_file') and finished_result(os.path.join(params['async_dir'], job['jid'])) is None:
+            renew(job['lease_file'])
+    if params['wait']:
+        wait_for_change(params['async_dir'], params['jobs'], params['wait'])
     module.exit_json(changed=False, jobs=[job_state(params['async_dir'], job, params['cleanup']) for job in params['jobs']])
 
 

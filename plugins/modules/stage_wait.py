@@ -12,8 +12,9 @@ short_description: Wait for stages started with async, printing each one's progr
 version_added: 0.5.0
 description:
   - Waits until every M(specdec.bench.stage_run) job of a wave has ended, and returns each stage's recorded status.
-  - Each poll is one round trip for the whole wave (M(specdec.bench.stage_progress)): it reads the jobs' results and
-    progress files and renews each stage's lease. A stage whose lease is not renewed for its
+  - Each poll is one round trip for the whole wave (M(specdec.bench.stage_progress)): it renews each stage's lease,
+    waits on the host until a job ends or a progress file changes (at most O(poll) seconds), and returns the jobs'
+    results and progress. A stage whose lease is not renewed for its
     O(specdec.bench.stage_run#module:lease_timeout) stops itself and is recorded failed, so an interrupted campaign does
     not leave servers measuring.
   - "Prints, while it waits, one line per event: C([host] <stage>: server started, loading), C(ready after <s> s),
@@ -32,9 +33,11 @@ options:
     elements: dict
     required: true
   poll:
-    description: Seconds between polls.
+    description:
+      - The longest a poll waits on the host for something to happen (a job ending, a progress file changing) before it
+        answers; it answers as soon as something does. Also how often leases are renewed at least.
     type: float
-    default: 1.0
+    default: 5.0
   timeout:
     description: Seconds to wait at most; 0 waits until every job ends (each job's own C(async) limit still applies).
     type: float

@@ -49,3 +49,31 @@ def test_a_finished_job_keeps_its_file_without_cleanup_and_its_lease_is_left_alo
                                          'jobs': [{'jid': 'j1', 'lease_file': str(lease)}]})
     assert result['jobs'][0]['finished'] and result['jobs'][0]['result']['msg'] == 'Timeout exceeded'
     assert (tmp_path / 'j1').exists() and not lease.exists()
+
+
+def test_a_long_poll_answers_when_a_file_changes_or_at_its_deadline(tmp_path):
+    (tmp_path / 'j1').write_text('{"started": true, "finished": false}')
+    progress = tmp_path / 'progress.json'
+    jobs = [{'jid': 'j1', 'progress_file': str(progress)}]
+    now = [0.0]
+
+    def sleep(seconds):
+        now[0] += seconds
+
+    # nothing changes: it waits to its deadline
+    assert stage_progress.wait_for_change(str(tmp_path), jobs, 2.0, clock=lambda: now[0], sleep=sleep) is False
+    assert now[0] >= 2.0
+    # a progress file appearing ends the wait at the next tick
+
+    def sleep_then_write(seconds):
+        now[0] += seconds
+        progress.write_text('{"phase": "loading"}')
+
+    now[0] = 0.0
+    assert stage_progress.wait_for_change(str(tmp_path), jobs, 2.0, clock=lambda: now[0], sleep=sleep_then_write) is True
+    assert now[0] <= stage_progress.TICK_S + 1e-9
+
+
+def test_a_wait_out_of_range_is_refused(run_module, tmp_path):
+    result = run_module(stage_progress, {'async_dir': str(tmp_path), 'wait': 601, 'jobs': []})
+    assert result['failed'] and 'wait is 601' in result['msg'] and '0 to 600' in result['msg']
