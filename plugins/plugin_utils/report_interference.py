@@ -35,6 +35,15 @@ def diff_pct(beside, alone):
     return None if beside is None or not alone else (beside - alone) / alone * 100.0
 
 
+def beside_note(counts, interference=False):
+    """The footnote of a table whose marked settings ran beside counts (other stages in flight) other stages; interference:
+    the host has an Interference section to point to."""
+    counts = sorted(set(counts))
+    many = '%d' % counts[0] if len(counts) == 1 else '%d to %d' % (counts[0], counts[-1])
+    return 'measured while %s other stage%s ran on other GPUs of the host%s' % (
+        many, '' if counts == [1] else 's', '; see Interference' if interference else '')
+
+
 def _status_text(entry):
     """'failed: the server died' of a stage that was not measured ('not run' without a status.json)."""
     status = entry.get('status') if entry else None

@@ -23,6 +23,7 @@ import re
 
 from ansible_collections.specdec.bench.plugins.plugin_utils.report_checkpoints import latex_sections as checkpoint_latex
 from ansible_collections.specdec.bench.plugins.plugin_utils.report_checkpoints import markdown_sections as checkpoint_markdown
+from ansible_collections.specdec.bench.plugins.plugin_utils.report_interference import beside_note
 from ansible_collections.specdec.bench.plugins.plugin_utils.report_interference import latex_lines as interference_latex
 from ansible_collections.specdec.bench.plugins.plugin_utils.report_interference import markdown_lines as interference_markdown
 from ansible_collections.specdec.bench.plugins.plugin_utils.report_read import MEASURED
@@ -64,14 +65,6 @@ def render_json(report):
 # The marker of a setting measured while other stages ran on the host (issue 19), in report.md and report.tex.
 BESIDE_MARK = '§'
 TEX_BESIDE_MARK = r'\textsuperscript{\S}'
-
-
-def beside_note(counts, interference=False):
-    """The footnote of a table whose marked settings ran beside counts (other stages in flight) other stages."""
-    counts = sorted(set(counts))
-    many = '%d' % counts[0] if len(counts) == 1 else '%d to %d' % (counts[0], counts[-1])
-    return 'measured while %s other stage%s ran on other GPUs of the host%s' % (
-        many, '' if counts == [1] else 's', '; see Interference' if interference else '')
 
 
 def _fmt(value, digits=2, suffix=''):

@@ -17,13 +17,14 @@ A speedup whose 95% interval contains 1.0 is marked not significant (†), a cel
 the report's noisy_cv is marked noisy (*); each legend line is printed only under a table that has the marker.
 With energy measured (issue 17), each speculative method also has the column "E/tok vs AR": its energy per output
 token over the baseline's (report_rows' energy_ratio, mean ± half its Fieller interval), ‡ where its GPUs were
-throttled during a repeat.
+throttled during a repeat. A speedup measured while other stages ran on the host (issue 19, the row's beside) is marked §.
 """
 
 from __future__ import annotations
 
 import re
 
+from ansible_collections.specdec.bench.plugins.plugin_utils.report_interference import beside_note
 from ansible_collections.specdec.bench.plugins.plugin_utils.report_read import MEASURED
 from ansible_collections.specdec.bench.plugins.plugin_utils.report_rows import METHOD_NAMES, PARAM_NAMES, is_default_run
 
@@ -77,6 +78,7 @@ def _cell(row, swept):
     cell['energy_ratio'] = row.get('energy_ratio')
     cell['energy_ratio_ci_low'], cell['energy_ratio_ci_high'] = row.get('energy_ratio_ci_low'), row.get('energy_ratio_ci_high')
     cell['gpu_throttled'] = row.get('gpu_throttled')
+    cell['beside'] = row.get('beside') or 0
     return cell
 
 
@@ -233,6 +235,8 @@ def _markers(cell, metric, baseline):
         marks.append('dagger')
     if metric == 'speedup' and cell.get('noisy'):
         marks.append('noisy')
+    if metric == 'speedup' and cell.get('beside'):
+        marks.append('beside')
     return marks
 
 
@@ -242,7 +246,8 @@ def _md_value(cell, metric, baseline=False, suffix=''):
     half = None if baseline else _half_width(cell, metric)
     text = '%.2f%s' % (cell[metric], suffix) if half is None else '%.2f ± %.2f%s' % (cell[metric], half, suffix)
     marks = _markers(cell, metric, baseline)
-    return text + ('†' if 'dagger' in marks else '') + ('\\*' if 'noisy' in marks else '') + ('‡' if 'throttled' in marks else '')
+    return (text + ('†' if 'dagger' in marks else '') + ('\\*' if 'noisy' in marks else '') + ('‡' if 'throttled' in marks else '') +
+            (' §' if 'beside' in marks else ''))
 
 
 def _tex_value(cell, metric, baseline=False):
@@ -251,7 +256,8 @@ def _tex_value(cell, metric, baseline=False):
     half = None if baseline else _half_width(cell, metric)
     text = '%.2f' % cell[metric] if half is None else r'%.2f$\pm$%.2f' % (cell[metric], half)
     marks = _markers(cell, metric, baseline)
-    sup = (r'\dagger' if 'dagger' in marks else '') + ('*' if 'noisy' in marks else '') + (r'\ddagger' if 'throttled' in marks else '')
+    sup = (r'\dagger' if 'dagger' in marks else '') + ('*' if 'noisy' in marks else '') + (r'\ddagger' if 'throttled' in marks else '') + (
+        r'\S' if 'beside' in marks else '')
     return text + (r'$^{%s}$' % sup if sup else '')
 
 
@@ -290,7 +296,10 @@ def _used_markers(cells):
     used = set()
     for cell, metric, baseline in cells:
         if cell is not None and cell.get(metric) is not None:
-            used.update(_markers(cell, metric, baseline))
+            marks = _markers(cell, metric, baseline)
+            used.update(marks)
+            if 'beside' in marks:  # with how many other stages, for the footnote
+                used.add(('beside', cell['beside']))
     return used
 
 
@@ -309,6 +318,9 @@ def _legend(used, report, tex_escape=None):
         lines.append(r'$^*$ ' + tex_escape(noisy) if tex_escape else '\\* ' + noisy)
     if 'throttled' in used:
         lines.append(r'$^\ddagger$ ' + tex_escape(THROTTLED) if tex_escape else '‡ ' + THROTTLED)
+    if 'beside' in used:
+        note = beside_note([tag[1] for tag in used if isinstance(tag, tuple)], bool(report.get('interference')))
+        lines.append(r'$^\S$ ' + tex_escape(note) if tex_escape else '§ ' + note)
     return lines
 
 

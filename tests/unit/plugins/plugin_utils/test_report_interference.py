@@ -134,7 +134,13 @@ def test_the_tables_mark_the_settings_run_beside_others_with_one_footnote(par):
     marked = [line for line in best if line.startswith('| ct200') and '§' in line]
     assert len(marked) == 4 and all('| TP' not in line and line.split(' | ')[3] == '1' for line in marked)
     assert best.count(FOOTNOTE) == 1
+    papers = section(par['md'], '### ct200 TP1: speedup and τ per dataset (c=1)')
+    for dataset in DATASETS:  # AR, DFlash and DDTree's speedups are marked, the overall (a mean of them) is not
+        assert next(line for line in papers if line.startswith('| %s, T=0 |' % dataset)).count('× §') == 3
+    assert '§' not in next(line for line in papers if line.startswith('| **overall**'))
+    assert papers.count(FOOTNOTE) == 1
     tex = par['tex']
+    assert tex.count(r'$^{\S}$') == 6 and r'$^\S$ measured while 2 other stages ran on other GPUs of the host; see Interference.}' in tex
     assert tex.count(r'AR\textsuperscript{\S} &') == 2 and tex.count(r'DFlash n=16\textsuperscript{\S} &') == 2
     assert tex.count(r'\textsuperscript{\S}: measured while 2 other stages ran on other GPUs of the host; see Interference') == 2
 
