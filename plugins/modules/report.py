@@ -50,6 +50,14 @@ description:
     waiting, in seconds and shares, then each stage's wall time and share (each stage's last attempt); C(results.json)
     has it as C(hosts[].time_breakdown). What was not recorded (results from before the timings) is C(unknown). See
     C(docs/report.md)."
+  - "Stages run side by side (issue 19): each row carries C(wave), C(beside) (how many other stages were in flight with
+    its stage, C(status.json)'s C(ran_beside); 0 for results from before it), C(ran_beside) and C(interference_of);
+    C(report.md) and C(report.tex) mark a setting measured beside other stages with a section sign and one footnote per
+    table. The plan's interference stage (C(<id>-alone), C(interference_of) set: a re-run of a stage alone at the end)
+    is a control measurement: its rows are in C(results.csv) and C(results.json)'s rows, never in the tables, speedups,
+    best settings, plots or checkpoint sections; the Interference section per host (C(results.json)'s C(interference))
+    compares it with the stage it re-runs: output throughput and median ITL beside the others vs alone per dataset,
+    temperature and concurrency, the difference in %, the repeats of each mean. See C(docs/report.md)."
   - In check mode the report is written too, since it changes no host, only files on the controller.
 author:
   - specdec.bench developers (!UNKNOWN)
@@ -144,7 +152,8 @@ hosts:
   elements: str
   sample: [a100box, ct200]
 rows:
-  description: How many rows (host, stage, dataset, temperature, concurrency) the report has.
+  description: How many result rows (host, stage, dataset, temperature, concurrency) the report has; the rows of an
+    interference stage (C(interference_of)) are not counted.
   returned: success
   type: int
   sample: 45
