@@ -429,7 +429,7 @@ def _spec_pool(entry, field, size):
     allowed = 'a list of at least %d distinct GPU indices (tp size %d), its slots the consecutive groups of %d' % (size, size, size)
     if entry.get('gpus') is not None:
         _fail(field + '.pool', 'is given together with %s.gpus' % field,
-              'either gpus (the %d GPUs of every stage) or pool (%s), not both' % (size, allowed))
+              'either gpus (one slot, every stage on it) or pool (%s), not both' % allowed)
     if not isinstance(pool, (list, tuple)):
         _fail(field + '.pool', 'is %r' % (pool,), allowed)
     for position, index in enumerate(pool):
