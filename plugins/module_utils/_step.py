@@ -77,7 +77,7 @@ def validate(argument_spec, params):
     """params checked against argument_spec, defaults filled in; ValueError naming every invalid option."""
     validator = ArgumentSpecValidator(copy.deepcopy(argument_spec))
     outcome = validator.validate(copy.deepcopy(params))
-    if outcome.errors:
+    if outcome.error_messages:
         raise ValueError('invalid options: %s' % '; '.join(
             ('unsupported parameter %s' if isinstance(error, UnsupportedError) else '%s') % error for error in outcome.errors))
     return outcome.validated_parameters

@@ -1,0 +1,296 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, specdec.bench developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""specdec.bench.stage_run's logic: a whole stage on its host in one module call.
+
+The steps are the logic of the modules the bench_stage role ran one task each (stage_attempt, service, sglang_ready,
+bench_run for each run, stage_record), each run through _step.run_step, so a step's fail_json is a failure of the
+stage, recorded, never the end of the call. The outcome is the status the role's tasks wrote: the ok outcome's
+headline and timings, or the failure's reason and evidence {task, journal} naming the role task that failed. The
+record step always runs. Standard library only (the host's bare Python 3.9+).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import traceback
+
+from ansible_collections.specdec.bench.plugins.module_utils import _service as service
+from ansible_collections.specdec.bench.plugins.module_utils import _step_attempt
+from ansible_collections.specdec.bench.plugins.module_utils import _step_bench_run
+from ansible_collections.specdec.bench.plugins.module_utils import _step_ready
+from ansible_collections.specdec.bench.plugins.module_utils import _step_record
+from ansible_collections.specdec.bench.plugins.module_utils import _step_service
+from ansible_collections.specdec.bench.plugins.module_utils import _supervisor as supervisor
+from ansible_collections.specdec.bench.plugins.module_utils._common import atomic_write
+from ansible_collections.specdec.bench.plugins.module_utils._step import run_step, validate
+
+# The names of the bench_stage role's tasks each step replaces: a failure's evidence.task, as the role recorded it.
+TASK_ATTEMPT = 'Keep the files of an earlier attempt'
+TASK_START = "Start the stage's server"
+TASK_READY = 'Wait until the server answers /health_generate'
+TASK_RUNS = 'Run the harness for each prompt set, temperature and concurrency'
+# What status.json's headline keeps of each run's summary (bench_run's result), in the summary's order.
+HEADLINE_KEYS = ('dataset', 'temperature', 'concurrency', 'output_throughput', 'accept_length', 'output_tokens_per_j', 'repeats')
+TIME_FORMAT = '%Y-%m-%dT%H:%M:%SZ'
+PROGRESS_FILE = 'progress.json'
+# How often the progress file and the lease are looked after while the server loads.
+TICK_S = 2.0
+TRACEBACK_LINES = 12
+
+ARGUMENT_SPEC = dict(
+    dir=dict(type='path', required=True),
+    keep=dict(type='list', elements='str', default=[]),
+    unit=dict(type='str', required=True),
+    backend=dict(type='str', default='systemd', choices=list(service.BACKENDS)),
+    state_dir=dict(type='path', default=supervisor.DEFAULT_STATE_DIR),
+    unit_dir=dict(type='path', default='/etc/systemd/system'),
+    stop_timeout=dict(type='int', default=60),
+    port=dict(type='int', required=True),
+    ready_timeout=dict(type='float', default=900),
+    journal_lines=dict(type='int', default=200),
+    runs=dict(type='list', elements='dict', required=True),
+    status=dict(type='dict', required=True),
+    mode=dict(type='str', default='0640'),
+    progress_file=dict(type='path'),
+    lease_file=dict(type='path'),
+    lease_timeout=dict(type='float', default=0),
+)
+
+
+class StageStop(Exception):
+    """The stage ends as failed at a role task: its reason, the journal lines and traceback it has as evidence."""
+
+    def __init__(self, task, reason, journal=None, trace=None):
+        super().__init__(reason)
+        self.task = task
+        self.reason = reason
+        self.journal = list(journal or [])
+        self.trace = trace
+
+
+class Lease:
+    """The controller's lease on the stage: the lease file's mtime, renewed by each poll of the controller.
+
+    Older than timeout seconds: nobody polls the stage any more (the campaign was interrupted), so it stops. A missing
+    file is as old as the module's start (fresh at the start). Off without a file or with timeout 0."""
+
+    def __init__(self, path, timeout, start):
+        self.path = path
+        self.timeout = timeout
+        self.start = start
+
+    def age(self):
+        try:
+            mtime = os.stat(self.path).st_mtime
+        except OSError:
+            mtime = self.start
+        return time.time() - mtime
+
+    def check(self, task):
+        if not self.path or self.timeout <= 0:
+            return
+        age = self.age()
+        if age > self.timeout:
+            raise StageStop(task, 'no controller polled this stage for %d s (the campaign was interrupted): stopped' % age)
+
+
+class Progress:
+    """The progress file: rewritten atomically at each change, read by the controller while the stage runs."""
+
+    def __init__(self, module, path, mode, stage, runs_total, started):
+        self.module = module
+        self.path = path
+        self.mode = mode
+        self.broken = False
+        self.data = {'stage': stage, 'phase': 'starting', 'started': started, 'updated': started, 'ready_s': None,
+                     'runs_total': runs_total, 'runs_done': 0, 'current': None, 'runs': [], 'status': None, 'reason': None}
+
+    def write(self, **changes):
+        self.data.update(changes)
+        self.data['updated'] = round(time.time(), 3)
+        if self.broken:
+            return
+        try:
+            atomic_write(self.path, json.dumps(self.data, indent=1, sort_keys=True) + '\n', self.mode)
+        except OSError as exc:  # progress is for the eyes only: the stage goes on without it
+            self.broken = True
+            self.module.warn('cannot write the progress file %s: %s' % (self.path, exc))
+
+    def add_run(self, entry):
+        runs = self.data['runs'] + [entry]
+        self.write(runs=runs, runs_done=len(runs), current=None)
+
+
+def dataset_of(args):
+    return (args.get('dataset') or {}).get('name') or 'random'
+
+
+def run_label(args):
+    """'<dataset> t<temperature> c<concurrency>', as the role's loop labelled a harness run."""
+    return '%s t%g c%d' % (dataset_of(args), args['temperature'], args['concurrency'])
+
+
+def trace_tail():
+    return traceback.format_exc().rstrip('\n').splitlines()[-TRACEBACK_LINES:]
+
+
+def check_params(module):
+    """The options checked before anything runs; (mode as int, the runs' validated bench_run options)."""
+    p = module.params
+    if not 1 <= p['port'] <= 65535:
+        module.fail_json(msg='port must be 1 to 65535, got %d' % p['port'])
+    for key in ('ready_timeout', 'lease_timeout'):
+        if not 0 <= p[key] < float('inf'):
+            module.fail_json(msg='%s must be a number of seconds of 0 or more, got %s' % (key, p[key]))
+    for key in ('journal_lines', 'stop_timeout'):
+        if p[key] < 0:
+            module.fail_json(msg='%s must be 0 or more, got %d' % (key, p[key]))
+    if not isinstance(p['status'].get('stage'), str) or not p['status']['stage']:
+        module.fail_json(msg='status.stage must be the stage id (a string), got %r' % (p['status'].get('stage'),))
+    try:
+        mode = int(p['mode'], 8)
+    except ValueError:
+        module.fail_json(msg='mode must be an octal string such as 0640, got %r' % p['mode'])
+    base_url = 'http://127.0.0.1:%d' % p['port']
+    runs = []
+    for number, run_args in enumerate(p['runs'], 1):
+        args = dict(run_args)
+        for key, value in (('output_dir', p['dir']), ('base_url', base_url), ('stage', p['status']['stage'])):
+            if args.get(key) is None:
+                args[key] = value
+        try:
+            runs.append(validate(_step_bench_run.ARGUMENT_SPEC, args))
+        except ValueError as exc:
+            module.fail_json(msg='runs[%d] has %s (the options of specdec.bench.bench_run)' % (number - 1, exc))
+    return mode, runs
+
+
+def ok_status(base, started, ready, results):
+    """The ok outcome, as the role's "Note the stage's outcome" task made it."""
+    warmups = [result.get('warmup_s') for result in results]
+    return dict(
+        base, status='ok', reason=None, started=started,
+        headline=[dict((key, value) for key, value in result['result'].items() if key in HEADLINE_KEYS) for result in results],
+        timings={
+            'ready_s': ready.get('ready_seconds'),
+            'harness_s': round(sum(result.get('elapsed_s') or 0 for result in results), 4),
+            'warmup_s': None if any(value is None for value in warmups) else round(sum(warmups), 4),
+            'measure_s': round(sum(result.get('measure_s') or 0 for result in results), 4),
+            'idle_s': round(sum(result.get('idle_s') or 0 for result in results), 4),
+        })
+
+
+def failed_status(base, started, stop):
+    evidence = {'task': stop.task, 'journal': stop.journal}
+    if stop.trace:
+        evidence['traceback'] = stop.trace
+    return dict(base, status='failed', reason=stop.reason, started=started, headline=[], evidence=evidence)
+
+
+def step(module, spec, params, logic, task):
+    """One step; its result, or StageStop at task with the step's message (and journal) when it failed."""
+    result, failed = run_step(module, spec, params, logic)
+    if failed:
+        raise StageStop(task, result.get('msg') or 'task failed', result.get('journal'))
+    return result
+
+
+def harness_runs(module, p, runs, lease, progress, out):
+    """Every run in order, each one even after an earlier one failed (as the role's loop did); StageStop when any
+    failed, with the first failure's message."""
+    failures = []
+    for args in runs:
+        lease.check(TASK_RUNS)
+        label = run_label(args)
+        progress.write(current=label)
+        trace = None
+        try:
+            result, failed = run_step(module, _step_bench_run.ARGUMENT_SPEC, args, _step_bench_run.run)
+        except Exception as exc:  # pylint: disable=broad-exception-caught  # a run's crash is that run's failure
+            trace = trace_tail()
+            result, failed = {'failed': True, 'msg': '%s: %s' % (type(exc).__name__, exc)}, True
+        out['runs'].append(result)
+        summary = result.get('result') or {}
+        progress.add_run({
+            'label': label, 'dataset': dataset_of(args), 'temperature': args['temperature'], 'concurrency': args['concurrency'],
+            'output_throughput': summary.get('output_throughput'), 'accept_length': summary.get('accept_length'),
+            'repeats': summary.get('repeats', args['repeats']), 'elapsed_s': result.get('elapsed_s'), 'failed': failed})
+        if failed:
+            failures.append((label, result.get('msg') or 'task failed', trace))
+    if failures:
+        label, msg, trace = failures[0]
+        reason = '%s: %s' % (label, msg)
+        if len(failures) > 1:
+            reason = '%d of %d runs failed; the first, %s' % (len(failures), len(runs), reason)
+        raise StageStop(TASK_RUNS, reason, trace=trace)
+
+
+def run(module):
+    """The module's work, ended by module.exit_json or module.fail_json."""
+    p = module.params
+    progress_file = p['progress_file'] or os.path.join(p['dir'], PROGRESS_FILE)
+    mode, runs = check_params(module)
+    if module.check_mode:
+        module.exit_json(changed=False, skipped=True, msg='check mode: nothing started', progress_file=progress_file,
+                         status=None, attempt=None, ready=None, runs=[], record=None)
+
+    start = time.time()
+    started = time.strftime(TIME_FORMAT, time.gmtime(start))
+    base = dict(p['status'])
+    lease = Lease(p['lease_file'], p['lease_timeout'], start)
+    progress = Progress(module, progress_file, mode, base['stage'], len(runs), round(start, 3))
+    out = {'attempt': None, 'ready': None, 'runs': []}
+    task = TASK_ATTEMPT
+    try:
+        lease.check(task)
+        out['attempt'] = step(module, _step_attempt.ARGUMENT_SPEC, {'dir': p['dir'], 'keep': p['keep']}, _step_attempt.run, task)
+        progress.write()
+
+        task = TASK_START
+        lease.check(task)
+        step(module, _step_service.ARGUMENT_SPEC, {'name': p['unit'], 'backend': p['backend'], 'state': 'started',
+                                                   'state_dir': p['state_dir']}, _step_service.run, task)
+        progress.write(phase='loading')
+
+        task = TASK_READY
+        lease.check(task)
+        last = [time.monotonic()]
+
+        def tick():
+            if time.monotonic() - last[0] >= TICK_S:
+                last[0] = time.monotonic()
+                lease.check(TASK_READY)
+                progress.write()
+
+        out['ready'] = step(module, _step_ready.ARGUMENT_SPEC, {
+            'port': p['port'], 'unit': p['unit'], 'backend': p['backend'], 'state_dir': p['state_dir'],
+            'timeout': p['ready_timeout'], 'journal_lines': p['journal_lines']}, lambda m: _step_ready.run(m, tick=tick), task)
+        progress.write(phase='running', ready_s=out['ready'].get('ready_seconds'))
+
+        task = TASK_RUNS
+        harness_runs(module, p, runs, lease, progress, out)
+        status = ok_status(base, started, out['ready'], out['runs'])
+    except StageStop as stop:
+        status = failed_status(base, started, stop)
+    except Exception as exc:  # pylint: disable=broad-exception-caught  # never raised: recorded as the step's failure
+        status = failed_status(base, started, StageStop(task, '%s: %s' % (type(exc).__name__, exc), trace=trace_tail()))
+
+    # always, as the role's always: keep the evidence, stop the server, write status.json
+    progress.write(phase='recording', current=None)
+    try:
+        record, failed = run_step(module, _step_record.ARGUMENT_SPEC, {
+            'dir': p['dir'], 'unit': p['unit'], 'unit_dir': p['unit_dir'], 'backend': p['backend'], 'state_dir': p['state_dir'],
+            'stop_timeout': p['stop_timeout'], 'base_url': 'http://127.0.0.1:%d' % p['port'], 'status': status,
+            'journal_lines': p['journal_lines'], 'mode': p['mode']}, _step_record.run)
+    except Exception as exc:  # pylint: disable=broad-exception-caught
+        record, failed = {'msg': '%s: %s' % (type(exc).__name__, exc), 'traceback': trace_tail()}, True
+    if failed:
+        progress.write(phase='done', status='failed', reason='not recorded: %s' % record.get('msg'))
+        module.fail_json(msg='%s: the stage could not be recorded: %s' % (base['stage'], record.get('msg')), changed=True,
+                         status=status, record=record, progress_file=progress_file, **out)
+    progress.write(phase='done', status=record['status']['status'], reason=record['status'].get('reason'))
+    module.exit_json(changed=True, status=record['status'], record=record, progress_file=progress_file, **out)
