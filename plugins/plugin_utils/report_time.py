@@ -190,7 +190,11 @@ def time_breakdown(data):
         'not_split': _sum(item['wall_s'] for item in unsplit),
         'waiting': None if wall is None else wall - sum(item['wall_s'] for item in spans) - (page or 0.0),
     }
-    if values['waiting'] is not None and values['waiting'] < -1.0:
+    beside = [entry['stage']['id'] for entry in data.get('stages') or [] if (entry.get('status') or {}).get('ran_beside')]
+    if beside and values['waiting'] is not None and values['waiting'] < -1.0:  # issue 19: waves of stages side by side
+        notes.append('%d stage(s) ran side by side with others (status.json\'s ran_beside: %s): their seconds add up to more '
+                     'than the wall time, so waiting is negative and the shares add up to more than 100%%' % (len(beside), ', '.join(beside)))
+    elif values['waiting'] is not None and values['waiting'] < -1.0:
         notes.append('the stages overlap in time (their started and finished): waiting is negative')
     rows = [{'key': key, 'label': label, 'seconds': _round(values[key]), 'share': _round(_share(values[key], wall), 2)}
             for key, label in STAGES_OF_TIME if key != 'not_split' or unsplit]

@@ -282,3 +282,10 @@ def test_check_plan_names_the_stage_and_field():
     assert check_plan({'stages': [stage]}) == 'stages[0].wave_stages[1] is 5; allowed: a stage id matching [a-z0-9][a-z0-9._-]*'
     assert check_plan({'stages': [dict(stage, wave_stages=[AR], wave=True)]}) == (
         'stages[0].wave is True; allowed: a wave number (an integer, 1 or more) or null')
+
+
+def test_the_time_breakdown_says_why_waiting_is_negative_when_stages_ran_side_by_side(par):
+    notes = ' | '.join(par['json']['hosts'][0]['time_breakdown']['notes'])
+    assert ('3 stage(s) ran side by side with others (status.json\'s ran_beside: %s): their seconds add up to more than the '
+            'wall time, so waiting is negative' % ', '.join(WAVE)) in notes
+    assert 'the stages overlap in time' not in notes
