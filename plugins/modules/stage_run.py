@@ -11,13 +11,13 @@ module: stage_run
 short_description: Run a whole benchmark stage on its host in one call, from its attempt folder to its status
 version_added: 0.5.0
 description:
-  - One round trip per stage. In this order, on the host, what the C(specdec.bench.bench_stage) role did in six tasks
+  - "One round trip per stage. In this order, on the host, what the C(specdec.bench.bench_stage) role did in six tasks
     (one remote round trip each, and one per harness run). The earlier attempt's files move to C(attempt-<n>/)
     (M(specdec.bench.stage_attempt), O(keep) copied and left in place). The stage's server starts
     (M(specdec.bench.service)) and is waited for until C(/health_generate) answers (M(specdec.bench.sglang_ready)).
     Each harness run of O(runs) follows in order (M(specdec.bench.bench_run)). Then, always, the record
     (M(specdec.bench.stage_record)): C(/server_info), the GPU snapshot, the service's state, stop, the unit file or
-    definition, the journal excerpt, and C(status.json).
+    definition, the journal excerpt, and C(status.json)."
   - The same files and the same C(status.json) as those tasks wrote. An ok stage gets C(headline) (per run, the means
     over its repeats) and C(timings) (C(ready_s), C(harness_s), C(warmup_s), C(measure_s), C(idle_s)).
     A failed stage gets C(reason) and C(evidence) (C(task), the name of the role task that failed then, C(journal)).
