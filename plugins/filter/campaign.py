@@ -55,15 +55,26 @@ def _identity(key, value):
     return value
 
 
+def _stage_identity(stage, key):
+    """A stage's value of key as far as it names the experiment. A stage placed from a GPU pool is named by its pool
+    (GPU indices and size), not by the slot it got: which GPU of the pool runs it depends on its wave and is not part
+    of the experiment (each is the same GPU model; the GPU snapshot records which one ran it)."""
+    pool = stage.get('pool')
+    if key == 'gpus' and isinstance(pool, Mapping):
+        return {'pool': pool.get('gpus'), 'size': pool.get('size')}
+    return _identity(key, stage.get(key))
+
+
 def campaign_spec_changes(plan_stages, recorded_plan, keys=IDENTITY_KEYS):
     """'<stage id> (<keys that differ>)' for each planned stage that campaign.json recorded with other values; a stage
-    campaign.json does not have is new (not a change), and a draft checkpoint's `present` is not compared."""
+    campaign.json does not have is new (not a change), a draft checkpoint's `present` is not compared, and a stage from
+    a GPU pool is compared by its pool, not by the GPU it got."""
     recorded = {stage.get('id'): stage for stage in recorded_plan or [] if isinstance(stage, Mapping)}
     changes = []
     for stage in plan_stages or []:
         if stage['id'] not in recorded:
             continue
-        differ = [key for key in keys if key in stage and _identity(key, stage[key]) != _identity(key, recorded[stage['id']].get(key))]
+        differ = [key for key in keys if key in stage and _stage_identity(stage, key) != _stage_identity(recorded[stage['id']], key)]
         if differ:
             changes.append('%s (%s)' % (stage['id'], ', '.join(differ)))
     return changes

@@ -165,3 +165,13 @@ def test_the_progress_line_says_a_runs_figures_are_the_means_of_its_repeats():
          'repeats': 1}]}
     assert stage_progress_line(ok) == (
         'tp1-dflash-n16: ok | gsm8k T0 c1 41.2 tok/s tau 3.46 (mean of 3) | gsm8k T0 c4 90.0 tok/s')
+
+
+def test_a_stage_from_a_pool_is_compared_by_its_pool_not_by_the_gpu_it_got():
+    pool = {'tp': 'tp1', 'gpus': [1, 2, 3], 'size': 1, 'slots': [[1], [2], [3]], 'unused': []}
+    recorded = [dict(PLAN[1], gpus=['GPU-2'], pool=pool)]
+    # another wave gave it another GPU of the same pool: the same experiment
+    assert campaign_spec_changes([dict(PLAN[1], gpus=['GPU-3'], pool=dict(pool, slots=[[3]]))], recorded) == []
+    # another pool, or pins instead of the pool: another experiment
+    assert campaign_spec_changes([dict(PLAN[1], gpus=['GPU-2'], pool=dict(pool, gpus=[1, 2]))], recorded) == ['tp1-dflash-n16 (gpus)']
+    assert campaign_spec_changes([dict(PLAN[1], gpus=['GPU-2'], pool=None)], recorded) == ['tp1-dflash-n16 (gpus)']
