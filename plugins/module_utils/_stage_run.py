@@ -177,10 +177,10 @@ def ok_status(base, started, ready, results):
         headline=[dict((key, value) for key, value in result['result'].items() if key in HEADLINE_KEYS) for result in results],
         timings={
             'ready_s': ready.get('ready_seconds'),
-            'harness_s': round(sum(result.get('elapsed_s') or 0 for result in results), 4),
-            'warmup_s': None if any(value is None for value in warmups) else round(sum(warmups), 4),
-            'measure_s': round(sum(result.get('measure_s') or 0 for result in results), 4),
-            'idle_s': round(sum(result.get('idle_s') or 0 for result in results), 4),
+            'harness_s': round(sum(float(result.get('elapsed_s') or 0.0) for result in results), 4),
+            'warmup_s': None if any(value is None for value in warmups) else round(sum(float(value) for value in warmups), 4),
+            'measure_s': round(sum(float(result.get('measure_s') or 0.0) for result in results), 4),
+            'idle_s': round(sum(float(result.get('idle_s') or 0.0) for result in results), 4),
         })
 
 

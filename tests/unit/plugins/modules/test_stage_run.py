@@ -130,6 +130,7 @@ def test_a_good_stage_is_recorded_ok_with_the_roles_status_and_its_progress(run_
     assert timings['ready_s'] == result['ready']['ready_seconds'] > 0
     assert timings['harness_s'] == round(sum(run['elapsed_s'] for run in result['runs']), 4)
     assert 0 < timings['measure_s'] <= timings['harness_s'] and timings['warmup_s'] is not None
+    assert all(isinstance(value, float) for value in timings.values()), timings  # as the role's sums were
     # the record's evidence: taken while the server ran, then it was stopped
     assert stage.snapshots == ['running'] and stage.state()['state'] != 'running'
     assert stage.read('server_info.json') and stage.read('service.json')['name'] == UNIT
