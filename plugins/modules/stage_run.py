@@ -160,7 +160,9 @@ ready:
   returned: always
   type: dict
 runs:
-  description: Per run, in order, what P(specdec.bench.bench_run#module) returned (C(result), C(results), C(elapsed_s), ...; C(failed) and C(msg) when it failed).
+  description:
+    - Per run, in order, what P(specdec.bench.bench_run#module) returned (C(result), C(results), C(elapsed_s), ...; C(failed)
+      and C(msg) when it failed).
   returned: always
   type: list
   elements: dict
