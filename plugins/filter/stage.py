@@ -27,7 +27,7 @@ SETTINGS = {
     'datasets_dir': '/var/lib/specdec/datasets', 'keep': [], 'backend': 'systemd', 'service_dir': '/var/lib/specdec/services',
     'unit_dir': '/etc/systemd/system', 'stop_timeout': 60, 'ready_timeout': 900, 'journal_lines': 200,
     'request_timeout': None, 'request_deadline': None, 'run_deadline': None, 'telemetry': 'auto', 'telemetry_interval': 0.1,
-    'mode': '0640', 'lease_timeout': 0,
+    'mode': '0640', 'lease_timeout': 0, 'stages_dir': '/var/lib/specdec/stages',
 }
 
 
@@ -135,8 +135,9 @@ def stage_run_args(stage, settings, wave=None):
             'interference_of': stage.get('interference_of'),
         },
         'mode': settings['mode'],
-        'progress_file': directory + '/progress.json',
-        'lease_file': directory + '/.lease',
+        # control files outside the results: what the stage is doing now, the controller's lease and the stage's lock
+        'progress_file': '%s/%s/%s.progress.json' % (settings['stages_dir'], settings['campaign'], stage['id']),
+        'lease_file': '%s/%s/%s.lease' % (settings['stages_dir'], settings['campaign'], stage['id']),
         'lease_timeout': float(settings['lease_timeout']),
     }
 

@@ -13,8 +13,11 @@ record step always runs. Standard library only (the host's bare Python 3.9+).
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import json
 import os
+import threading
 import time
 import traceback
 
@@ -37,6 +40,11 @@ TASK_RUNS = 'Run the harness for each prompt set, temperature and concurrency'
 HEADLINE_KEYS = ('dataset', 'temperature', 'concurrency', 'output_throughput', 'accept_length', 'output_tokens_per_j', 'repeats')
 TIME_FORMAT = '%Y-%m-%dT%H:%M:%SZ'
 PROGRESS_FILE = 'progress.json'
+# Held (flock) while a stage runs, so that two runs of one stage never write its folder at once (a killed campaign's
+# stage still stopping while a rerun starts): beside the lease file (<lease>.lock), else hidden in the stage folder.
+LOCK_FILE = '.stage.lock'
+# How often the lease is watched while a harness run measures.
+WATCH_S = 1.0
 # How often the progress file and the lease are looked after while the server loads.
 TICK_S = 2.0
 TRACEBACK_LINES = 12
@@ -90,12 +98,91 @@ class Lease:
             mtime = self.start
         return time.time() - mtime
 
-    def check(self, task):
+    def expired(self):
+        """Why the stage must stop, or None."""
         if not self.path or self.timeout <= 0:
-            return
+            return None
         age = self.age()
         if age > self.timeout:
-            raise StageStop(task, 'no controller polled this stage for %d s (the campaign was interrupted): stopped' % age)
+            return 'no controller polled this stage for %d s (the campaign was interrupted): stopped' % age
+        return None
+
+    def check(self, task):
+        reason = self.expired()
+        if reason:
+            raise StageStop(task, reason)
+
+
+class LeaseWatch:
+    """While a harness run measures (one long call), a thread watches the lease; when it expires it stops the server
+    once, so the run ends at once instead of measuring for nobody, and remembers why."""
+
+    def __init__(self, lease, stop_server, interval=WATCH_S):
+        self.lease = lease
+        self.stop_server = stop_server
+        self.interval = interval
+        self.reason = None
+        self._done = threading.Event()
+        self._thread = None
+
+    def __enter__(self):
+        if self.lease.path and self.lease.timeout > 0:
+            self._thread = threading.Thread(target=self._watch, name='lease-watch', daemon=True)
+            self._thread.start()
+        return self
+
+    def _watch(self):
+        while not self._done.wait(self.interval):
+            reason = self.lease.expired()
+            if reason:
+                self.reason = reason
+                try:
+                    self.stop_server()
+                except Exception:  # pylint: disable=broad-exception-caught  # the record step stops it again
+                    pass
+                return
+
+    def __exit__(self, *exc):
+        self._done.set()
+        if self._thread is not None:
+            self._thread.join()
+        return False
+
+
+def make_parent(path):
+    """The folder of a control file (progress, lease, lock) outside the stage folder, made when missing."""
+    if path:
+        try:
+            os.makedirs(os.path.dirname(path), mode=0o750, exist_ok=True)
+        except OSError:
+            pass  # writing it then fails and says so
+
+
+def hold_stage_lock(path, wait_s, clock=time.monotonic, sleep=time.sleep):
+    """An open file holding the stage's flock at path, or None when it cannot be opened (a stage folder that is missing:
+    the attempt step then fails and says so). Waits up to wait_s for an earlier run of the stage that still holds it
+    (one that stops itself at its lease's end); raises RuntimeError naming its pid when it is still there."""
+    try:
+        handle = open(path, 'a+', encoding='utf-8')  # pylint: disable=consider-using-with  # held until the stage ends
+    except OSError:
+        return None
+    deadline = clock() + wait_s
+    while True:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            break
+        except OSError as exc:
+            if exc.errno not in (errno.EAGAIN, errno.EACCES) or clock() >= deadline:
+                handle.seek(0)
+                holder = handle.read().strip() or '?'
+                handle.close()
+                raise RuntimeError('another run of this stage (pid %s) still holds %s after %d s' % (holder, path, wait_s))
+            sleep(0.2)
+    handle.seek(0)
+    handle.truncate()
+    handle.write('%d\n' % os.getpid())
+    handle.flush()
+    return handle
 
 
 class Progress:
@@ -199,20 +286,30 @@ def step(module, spec, params, logic, task):
     return result
 
 
+def stop_server(module, p):
+    """Stop the stage's server now (the lease ran out while a run measured); the record step stops it again."""
+    run_step(module, _step_service.ARGUMENT_SPEC, {'name': p['unit'], 'backend': p['backend'], 'state': 'stopped',
+                                                   'state_dir': p['state_dir']}, _step_service.run)
+
+
 def harness_runs(module, p, runs, lease, progress, out):
     """Every run in order, each one even after an earlier one failed (as the role's loop did); StageStop when any
-    failed, with the first failure's message."""
+    failed, with the first failure's message, or at once when the lease ran out (the server was stopped)."""
     failures = []
     for args in runs:
         lease.check(TASK_RUNS)
         label = run_label(args)
         progress.write(current=label)
         trace = None
-        try:
-            result, failed = run_step(module, _step_bench_run.ARGUMENT_SPEC, args, _step_bench_run.run)
-        except Exception as exc:  # pylint: disable=broad-exception-caught  # a run's crash is that run's failure
-            trace = trace_tail()
-            result, failed = {'failed': True, 'msg': '%s: %s' % (type(exc).__name__, exc)}, True
+        with LeaseWatch(lease, lambda: stop_server(module, p)) as watch:
+            try:
+                result, failed = run_step(module, _step_bench_run.ARGUMENT_SPEC, args, _step_bench_run.run)
+            except Exception as exc:  # pylint: disable=broad-exception-caught  # a run's crash is that run's failure
+                trace = trace_tail()
+                result, failed = {'failed': True, 'msg': '%s: %s' % (type(exc).__name__, exc)}, True
+        if watch.reason:
+            out['runs'].append(result)
+            raise StageStop(TASK_RUNS, watch.reason)
         out['runs'].append(result)
         summary = result.get('result') or {}
         progress.add_run({
@@ -238,6 +335,15 @@ def run(module):
         module.exit_json(changed=False, skipped=True, msg='check mode: nothing started', progress_file=progress_file,
                          status=None, attempt=None, ready=None, runs=[], record=None)
 
+    for path in (progress_file, p['lease_file']):
+        make_parent(path)
+    try:
+        # an earlier run of this stage stops itself within its lease: wait that long for it, no longer
+        lock = hold_stage_lock(p['lease_file'] + '.lock' if p['lease_file'] else os.path.join(p['dir'], LOCK_FILE),
+                               p['lease_timeout'] + 30 if p['lease_timeout'] else 30)
+    except RuntimeError as exc:
+        module.fail_json(msg='%s: %s; nothing was started or written' % (p['status']['stage'], exc), status=None,
+                         progress_file=progress_file)
     start = time.time()
     started = time.strftime(TIME_FORMAT, time.gmtime(start))
     base = dict(p['status'])
@@ -288,6 +394,8 @@ def run(module):
             'journal_lines': p['journal_lines'], 'mode': p['mode']}, _step_record.run)
     except Exception as exc:  # pylint: disable=broad-exception-caught
         record, failed = {'msg': '%s: %s' % (type(exc).__name__, exc), 'traceback': trace_tail()}, True
+    if lock is not None:
+        lock.close()  # releases the flock: the stage's folder is complete
     if failed:
         progress.write(phase='done', status='failed', reason='not recorded: %s' % record.get('msg'))
         module.fail_json(msg='%s: the stage could not be recorded: %s' % (base['stage'], record.get('msg')), changed=True,

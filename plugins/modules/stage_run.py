@@ -33,10 +33,15 @@ description:
     C(accept_length), C(repeats), C(elapsed_s), C(failed)), C(status) (null until done, then V(ok) or V(failed))
     and C(reason)."
   - "A lease (O(lease_file), O(lease_timeout)): the controller that polls the stage touches the lease file. When its
-    mtime is older than O(lease_timeout) seconds before a step, between two runs or while the server loads, nobody
+    mtime is older than O(lease_timeout) seconds before a step, between two runs, while the server loads or while a
+    harness run measures (a thread watches it every second and stops the server, so the run ends at once), nobody
     polls the stage any more (the campaign was interrupted): the stage stops, failed, reason C(no controller polled
     this stage for <n> s (the campaign was interrupted): stopped), and is recorded as any failure (its server
     stopped). A missing lease file is as old as the module's start."
+  - "One run of a stage at a time: the module holds a lock (C(flock)) on C(<lease_file>.lock) (without O(lease_file),
+    C(.stage.lock) in O(dir)) from start to record. A second run of the same stage (a rerun while a killed campaign's
+    stage still stops itself) waits up to O(lease_timeout) + 30 seconds for it, then fails naming its pid, having
+    started and written nothing."
 author:
   - specdec.bench developers (!UNKNOWN)
 options:
@@ -137,7 +142,7 @@ EXAMPLES = r"""
       - {concurrency: 1, num_prompts: 16, input_len: 512, output_len: 256, repeats: 3}
       - {concurrency: 8, num_prompts: 64, input_len: 512, output_len: 256, repeats: 3}
     status: {stage: tp1-dflash-n16, sglang_build: null, datasets: [], repeats: 3, ran_beside: [], wave: 1, interference_of: null}
-    lease_file: /root/bench_results/qwen36-ct200/tp1-dflash-n16/.lease
+    lease_file: /var/lib/specdec/stages/qwen36-ct200/tp1-dflash-n16.lease
     lease_timeout: 300
   async: 86400
   poll: 0

@@ -181,14 +181,13 @@ def test_telemetry_path_is_the_layouts():
 
 
 def test_bench_stage_passes_the_stage_gpus_and_its_telemetry_options():
-    from test_bench_stage_bench_run import bench_run_task, render  # pylint: disable=import-outside-toplevel
-    task = bench_run_task()
-    stage = {'gpus': [GPU1]}
-    assert render(task['gpus'], bench_stage_stage=stage) == str([GPU1])
-    assert render(task['gpus'], bench_stage_stage={}) == '[]'
-    assert render(task['telemetry'], bench_stage_stage=stage) == 'auto'
-    assert render(task['telemetry'], bench_stage_stage=stage, bench_stage_telemetry='off') == 'off'
-    assert render(task['telemetry_interval'], bench_stage_stage=stage) == '0.1'
+    from test_bench_stage_bench_run import STAGE, bench_run_args  # pylint: disable=import-outside-toplevel
+    stage = dict(STAGE, gpus=[GPU1])
+    assert bench_run_args(stage)['gpus'] == [GPU1]
+    assert bench_run_args(dict(STAGE, gpus=None))['gpus'] == []
+    assert bench_run_args(stage)['telemetry'] == 'auto'
+    assert bench_run_args(stage, bench_stage_telemetry='off')['telemetry'] == 'off'
+    assert bench_run_args(stage)['telemetry_interval'] == 0.1
 
 
 def test_sglang_harness_energy_over_the_clients_measured_run(run_module, powered, tmp_path, monkeypatch):

@@ -7,6 +7,7 @@ snapshot is replaced by a recorder. Every wait has a deadline; nothing is timed 
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
@@ -50,12 +51,12 @@ class Stage:
         self.services = tmp_path / 'services'
         self.port = free_port()
 
-    def define(self, fault='', load_seconds='0.3'):
+    def define(self, fault='', load_seconds='0.3', time_scale='0.02'):
         definition = {
             'argv': [sys.executable, '-m', 'sglang.launch_server', '--model-path', 'Qwen/Qwen3.6-27B', '--host', '127.0.0.1',
                      '--port', str(self.port)] + list(DFLASH_ARGS),
             'env': {'PYTHONPATH': EMULATOR, 'SIM_GPU_STATE_DIR': str(self.tmp / 'gpu'), 'SIM_GPU_LAYOUT': LAYOUT,
-                    'SIM_SGLANG_LOAD_SECONDS': load_seconds, 'SIM_SGLANG_TIME_SCALE': '0.02', 'SIM_SGLANG_CHECK_MEMORY': '0',
+                    'SIM_SGLANG_LOAD_SECONDS': load_seconds, 'SIM_SGLANG_TIME_SCALE': time_scale, 'SIM_SGLANG_CHECK_MEMORY': '0',
                     'SIM_SGLANG_OPTIONS_DIR': OPTIONS_DIR, 'SIM_SGLANG_BUILD': 'sglang-ddtree-pr29907', 'SIM_SGLANG_FAULT': fault,
                     'CUDA_VISIBLE_DEVICES': '1'},
             'cwd': str(self.tmp)}
@@ -203,6 +204,43 @@ def test_a_lease_gone_stale_while_the_server_loads_stops_the_stage(run_module, s
     assert status['evidence']['task'] == _stage_run.TASK_READY
     assert status['evidence']['unit_state']['state'] == 'running' and stage.state()['state'] != 'running'
     assert stage.read('progress.json')['phase'] == 'done' and 'loading' in stage.phases
+
+
+def test_a_lease_gone_stale_while_a_run_measures_stops_the_server_at_once(run_module, stage, monkeypatch):
+    """The controller went away in the middle of a long harness run: the stage does not measure on for nobody."""
+    stage.define(time_scale='1')
+    monkeypatch.setattr(_stage_run, 'WATCH_S', 0.1)
+    lease = stage.tmp / 'stages' / 'lease'
+    before = time.monotonic()
+    # four prompts of 600 tokens at the modelled speed: far longer than the test waits
+    result = run_module(stage_run, stage.args([stage.run(1, output_len=600, request_timeout=120)], lease_file=str(lease),
+                                              lease_timeout=2.0))
+    assert result['exit_code'] == 0 and time.monotonic() - before < 20
+    status = stage.read('status.json')
+    assert status['status'] == 'failed' and LEASE_REASON.match(status['reason']), status['reason']
+    assert status['evidence']['task'] == _stage_run.TASK_RUNS and stage.state()['state'] != 'running'
+    # the lease's folder was made; its lock is released (a rerun of the stage may start at once)
+    assert lease.parent.is_dir()
+    with open(str(lease) + '.lock', 'a+', encoding='utf-8') as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+
+
+def test_a_stage_still_held_by_an_earlier_run_is_waited_for_then_refused_naming_it(tmp_path):
+    path = str(tmp_path / 'x.lease.lock')
+    held = _stage_run.hold_stage_lock(path, 0)
+    now = [0.0]
+
+    def sleep(seconds):
+        now[0] += seconds
+
+    with pytest.raises(RuntimeError, match=r'another run of this stage \(pid %d\) still holds .* after 5 s' % os.getpid()):
+        _stage_run.hold_stage_lock(path, 5, clock=lambda: now[0], sleep=sleep)
+    assert now[0] >= 5
+    held.close()
+    again = _stage_run.hold_stage_lock(path, 5, clock=lambda: now[0], sleep=sleep)
+    assert again is not None
+    again.close()
+    assert _stage_run.hold_stage_lock(str(tmp_path / 'missing' / 'x.lock'), 1) is None
 
 
 def test_a_stale_lease_at_the_start_starts_nothing_and_is_recorded(run_module, stage):
