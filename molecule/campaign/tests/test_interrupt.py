@@ -4,8 +4,10 @@ The fixture plays the whole story once, with the real playbooks against molecule
 at each step; the tests check one step each:
   1. campaign `interrupt` starts (3 TP8 stages, so ddtree-qwen.service is stopped);
   2. while it holds the host's lock, campaign `other` is refused and changes nothing;
-  3. once a stage is done and the next one's server runs, `interrupt` is killed (SIGKILL to its process group);
-  4. playbooks/restore.yml stops the server it left and brings ddtree-qwen.service back on GPU0;
+  3. once a stage is done and the next one's server runs, `interrupt` is killed (SIGKILL to its process group); the
+     stage in flight (one specdec.bench.stage_run job on the host) sees no poll for its lease and stops itself:
+     its server stopped, recorded failed;
+  4. playbooks/restore.yml brings ddtree-qwen.service back on GPU0;
   5. a rerun takes over the dead run's lock and runs only the stages that were not finished.
 """
 import json
@@ -29,10 +31,13 @@ HOLDER = "ddtree-qwen.service"
 CAMPAIGN_YML = simhost.REPO / "playbooks" / "campaign.yml"
 RESTORE_YML = simhost.REPO / "playbooks" / "restore.yml"
 EMULATOR = {"SIM_SGLANG_LOAD_SECONDS": "0.5", "SIM_SGLANG_TIME_SCALE": "0.2"}
+# a stage stops itself 3 s after the last poll of its controller (polls every second at most)
+LEASE = {"campaign_stage_lease_timeout": 3, "bench_stage_poll": 1}
+LEASE_REASON = "(the campaign was interrupted): stopped"
 SPECS = {
     CAMPAIGN: {"campaign": CAMPAIGN, "model": "/models/Qwen3.6-27B", "draft": "/models/Qwen3.6-27B-DFlash",
                "tp": [8], "methods": {"autoregressive": {}, "dflash": {}, "ddtree": {"budget": [64]}},
-               "workload": {"input_len": 32, "output_len": 64, "num_prompts": 16}, "concurrency": [1]},
+               "workload": {"input_len": 32, "output_len": 64, "num_prompts": 48}, "concurrency": [1]},
     "other": {"campaign": "other", "model": "/models/Qwen3.6-27B", "tp": [{"size": 1, "gpus": [5]}],
               "methods": {"autoregressive": {}}, "workload": {"input_len": 32, "output_len": 32, "num_prompts": 4},
               "concurrency": [1]},
@@ -66,8 +71,8 @@ def play_the_story(tmp_path_factory):
     extra = {}
     for name, spec in SPECS.items():
         path = tmp / f"{name}.yml"
-        path.write_text(yaml.safe_dump({"campaign_hosts": "campaign-ct200", "campaign_spec": spec,
-                                        "sglang_unit_env": EMULATOR}))
+        path.write_text(yaml.safe_dump(dict({"campaign_hosts": "campaign-ct200", "campaign_spec": spec,
+                                             "sglang_unit_env": EMULATOR}, **LEASE)))
         extra[name] = f"@{path}"
     seen = {}
     with open(tmp / "first.log", "w", encoding="utf-8") as log:
@@ -91,7 +96,14 @@ def play_the_story(tmp_path_factory):
                 os.killpg(first.pid, signal.SIGKILL)
             first.wait(timeout=60)
     seen["killed"] = {"lock": lock(), "holder_active": BOX.service(HOLDER).is_running, "record": BOX.file(RECORD).exists,
-                      "running": simhost.active_units(BOX, f"specdec-{CAMPAIGN}-*"), "files": files()}
+                      "running": simhost.active_units(BOX, f"specdec-{CAMPAIGN}-*")}
+    killed = [unit[len(f"specdec-{CAMPAIGN}-"):-len(".service")] for unit in seen["killed"]["running"]]
+    seen["stopped_itself"] = simhost.wait_for(
+        lambda: all(status(stage) == "failed" for stage in killed) and not simhost.active_units(BOX, f"specdec-{CAMPAIGN}-*"),
+        "the stage in flight to stop itself at the end of its lease", timeout=60)
+    seen["killed"]["reasons"] = {stage: json.loads(BOX.file(f"{RESULTS}/{stage}/status.json").content_string)["reason"]
+                                 for stage in killed}
+    seen["killed"]["files"] = files()
     seen["first_pid"] = first.pid
     seen["restore"] = simhost.playbook(RESTORE_YML, "-e", f"campaign={CAMPAIGN}", "-l", "campaign-ct200")
     seen["restored"] = {"holder_on_gpu0": simhost.wait_for(holder_on_gpu0, f"{HOLDER} on GPU0", timeout=60),
@@ -123,7 +135,12 @@ def test_the_killed_campaign_left_its_lock_its_server_and_its_record(story):
     assert killed["holder_active"] is False and killed["record"] is True
 
 
-def test_restore_stops_the_left_server_and_brings_the_holder_back(story):
+def test_the_stage_in_flight_stopped_itself_when_its_controller_was_gone(story):
+    reasons = story["killed"]["reasons"]
+    assert reasons and all(reason.endswith(LEASE_REASON) for reason in reasons.values()), reasons
+
+
+def test_restore_brings_the_holder_back(story):
     rc, out = story["restore"]
     assert rc == 0, out[-3000:]
     assert story["restored"]["holder_on_gpu0"]

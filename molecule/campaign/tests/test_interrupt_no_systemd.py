@@ -3,8 +3,9 @@
 The fixture plays the story once with the real playbook against molecule's inventory:
   1. campaign `resume` starts on the A100 box (3 TP2 stages, each server under specdec's supervisor);
   2. once a stage is done and the next one's server runs, the playbook is killed (SIGKILL to its process group):
-     the server it started outlives it, since it runs in a session of its own;
-  3. a rerun takes over the dead run's lock, stops the server left running and runs only what was not finished.
+     the server it started outlives it, since it runs in a session of its own, until the stage's job (one
+     specdec.bench.stage_run on the host) sees no poll for its lease and stops it;
+  3. a rerun takes over the dead run's lock and runs only what was not finished.
 """
 import json
 import os
@@ -26,7 +27,7 @@ LOCK = "/var/lib/specdec/campaign.lock"
 CAMPAIGN_YML = simhost.REPO / "playbooks" / "campaign.yml"
 SPEC = {"campaign": CAMPAIGN, "model": "/data/models/Qwen3.6-27B", "draft": "/data/models/Qwen3.6-27B-DFlash",
         "tp": [{"size": 2, "gpus": [4, 5]}], "methods": {"autoregressive": {}, "dflash": {"num_draft_tokens": [8, 16]}},
-        "workload": {"input_len": 32, "output_len": 64, "num_prompts": 16}, "concurrency": [1]}
+        "workload": {"input_len": 32, "output_len": 64, "num_prompts": 48}, "concurrency": [1]}
 BOX = testinfra.get_host("podman://campaign-a100box")
 
 
@@ -49,7 +50,9 @@ def play_the_story(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("resume")
     spec = tmp / "resume.yml"
     spec.write_text(yaml.safe_dump({"campaign_hosts": "campaign-a100box", "campaign_spec": SPEC,
-                                    "sglang_unit_env": {"SIM_SGLANG_LOAD_SECONDS": "0.5", "SIM_SGLANG_TIME_SCALE": "0.2"}}))
+                                    "sglang_unit_env": {"SIM_SGLANG_LOAD_SECONDS": "0.5", "SIM_SGLANG_TIME_SCALE": "0.2"},
+                                    # a stage stops itself 3 s after the last poll of its controller
+                                    "campaign_stage_lease_timeout": 3, "bench_stage_poll": 1}))
     seen = {}
     with open(tmp / "first.log", "w", encoding="utf-8") as log:
         first = simhost.start_playbook(CAMPAIGN_YML, "-e", f"@{spec}", log=log)
