@@ -14,7 +14,7 @@ description:
   - For each M(specdec.bench.stage_run) job started with C(async), reads the job's results file (as
     M(ansible.builtin.async_status) does) and the stage's progress file, and renews the stage's lease (touches its
     lease file), so the stage goes on only while a controller polls it.
-  - The P(specdec.bench.stage_wait#action) action calls it once per poll for all the stages of a wave; a playbook need not.
+  - The M(specdec.bench.stage_wait) action calls it once per poll for all the stages of a wave; a playbook need not.
 author:
   - specdec.bench developers (!UNKNOWN)
 options:
@@ -46,7 +46,7 @@ options:
     default: true
   wait:
     description:
-      - Seconds to wait on the host for something to happen before answering (a long poll): it answers as soon as a job
+      - Seconds to wait on the host for something to happen before answering (a long poll); it answers as soon as a job
         ends or a progress file changes, at the latest after O(wait) seconds. V(0) answers at once.
       - One round trip per event instead of one per fixed interval, and no interval's delay after a stage ends.
     type: float

@@ -12,14 +12,14 @@ short_description: Wait for stages started with async, printing each one's progr
 version_added: 0.5.0
 description:
   - Waits until every M(specdec.bench.stage_run) job of a wave has ended, and returns each stage's recorded status.
-  - Each poll is one round trip for the whole wave (M(specdec.bench.stage_progress)): it renews each stage's lease,
+  - Each poll is one round trip for the whole wave (M(specdec.bench.stage_progress)); it renews each stage's lease,
     waits on the host until a job ends or a progress file changes (at most O(poll) seconds), and returns the jobs'
     results and progress. A stage whose lease is not renewed for its
     O(specdec.bench.stage_run#module:lease_timeout) stops itself and is recorded failed, so an interrupted campaign does
     not leave servers measuring.
   - "Prints, while it waits, one line per event: C([host] <stage>: server started, loading), C(ready after <s> s),
     and one line per finished harness run with its output throughput and acceptance length."
-  - This is an action: it runs on the controller.
+  - This is an action, it runs on the controller.
 author:
   - specdec.bench developers (!UNKNOWN)
 options:
