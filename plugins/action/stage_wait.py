@@ -54,8 +54,8 @@ def progress_lines(stage, progress, seen):
         if phase == 'loading':
             lines.append('%s: server started, loading' % stage)
         elif phase == 'running':
-            lines.append('%s: ready after %s s, %s harness run(s) to go' % (stage, _number(progress.get('ready_s')),
-                                                                             progress.get('runs_total', '?')))
+            lines.append('%s: ready after %s s, %s harness run(s) to go' % (
+                stage, _number(progress.get('ready_s')), progress.get('runs_total', '?')))
         seen['phase'] = phase
     runs = progress.get('runs') if isinstance(progress.get('runs'), list) else []
     for position in range(seen.get('runs', 0), len(runs)):

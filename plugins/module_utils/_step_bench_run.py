@@ -195,4 +195,3 @@ def run(module):
     if error:
         module.warn(error)
     module.exit_json(changed=changed, result=summary, result_file=result_file, **extra)
-

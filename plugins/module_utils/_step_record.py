@@ -123,4 +123,3 @@ def run(module):
     for text in missing:
         module.warn(text)
     module.exit_json(changed=True, status=status, written=written, warnings_seen=missing)
-

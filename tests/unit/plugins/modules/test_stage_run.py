@@ -98,8 +98,10 @@ def stage_fixture(tmp_path, monkeypatch):
     monkeypatch.setattr(AnsibleModule, 'run_command', run_command)
     stage = Stage(tmp_path)
     stage.snapshots = []
-    monkeypatch.setattr(_step_record, 'gather_gpu_facts', lambda *a: (stage.snapshots.append(stage.state()['state']) or
-                                                                       {'nvidia_gpus': [{'index': 1}], 'nvidia_driver': None}, {}))
+    def gather(*_args):
+        stage.snapshots.append(stage.state()['state'])
+        return {'nvidia_gpus': [{'index': 1}], 'nvidia_driver': None}, {}
+    monkeypatch.setattr(_step_record, 'gather_gpu_facts', gather)
     stage.phases = []
     write = _stage_run.atomic_write
 
