@@ -90,9 +90,9 @@ def run_step(module, argument_spec, params, run):
     step = StepModule(module, validate(argument_spec, params))
     try:
         run(step)
-        raise RuntimeError('the step %s ended without a result' % getattr(run, '__module__', run))
     except StepExit as end:
-        result, failed = end.result, end.failed
-    if step.warnings:
-        result.setdefault('warnings', list(step.warnings))
-    return result, failed
+        result = end.result
+        if step.warnings:
+            result.setdefault('warnings', list(step.warnings))
+        return result, end.failed
+    raise RuntimeError('the step %s ended without a result' % getattr(run, '__module__', run))

@@ -98,6 +98,7 @@ def stage_fixture(tmp_path, monkeypatch):
     monkeypatch.setattr(AnsibleModule, 'run_command', run_command)
     stage = Stage(tmp_path)
     stage.snapshots = []
+
     def gather(*_args):
         stage.snapshots.append(stage.state()['state'])
         return {'nvidia_gpus': [{'index': 1}], 'nvidia_driver': None}, {}
