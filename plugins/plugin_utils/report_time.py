@@ -140,6 +140,19 @@ def _names(items):
     return ', '.join(item['stage'] for item in items)
 
 
+def timeline_shares(spans):
+    """Each stage's share of the wall time, {stage id: seconds}: the timeline cut at every stage's start and end, each
+    piece split equally between the stages in flight then. Stages one after another get their own wall time; stages
+    side by side (a wave) share the seconds they overlap, so the shares add up to the time any stage ran, never more."""
+    points = sorted(set([item['_start'] for item in spans] + [item['_end'] for item in spans]))
+    shares = dict((item['stage'], 0.0) for item in spans)
+    for low, high in zip(points, points[1:]):
+        live = [item['stage'] for item in spans if item['_start'] <= low and item['_end'] >= high]
+        for stage in live:
+            shares[stage] += (high - low).total_seconds() / len(live)
+    return shares
+
+
 def time_breakdown(data):
     """Where the campaign's time went on one host (read_host's data, with its 'timing': timing.json or None).
 
@@ -181,21 +194,30 @@ def time_breakdown(data):
     if from_results:
         notes.append('measuring of %s is the sum of its results\' duration_s (status.json has no measure_s; reused repeats '
                      'of an earlier attempt included)' % _names(from_results))
+    # Stages side by side share the wall time: each part of a stage counts with the stage's share of the timeline.
+    shares = timeline_shares(spans)
+    scale = dict((item['stage'], shares[item['stage']] / item['wall_s'] if item['wall_s'] > 0 else 1.0) for item in spans)
+    overlapping = [item for item in spans if item['wall_s'] - shares[item['stage']] > 0.5]
+
+    def scaled(key, items):
+        return _sum(None if item[key] is None else item[key] * scale[item['stage']] for item in items)
+
     values = {
         'page_cache': page,
-        'server_loads': _sum(item['server_load_s'] for item in split),
-        'warmup': _sum(item['warmup_s'] for item in split),
-        'measuring': _sum(item['measuring_s'] for item in split),
-        'orchestration': _sum(item['orchestration_s'] for item in split),
-        'not_split': _sum(item['wall_s'] for item in unsplit),
-        'waiting': None if wall is None else wall - sum(item['wall_s'] for item in spans) - (page or 0.0),
+        'server_loads': scaled('server_load_s', split),
+        'warmup': scaled('warmup_s', split),
+        'measuring': scaled('measuring_s', split),
+        'orchestration': scaled('orchestration_s', split),
+        'not_split': _sum(shares[item['stage']] for item in unsplit),
+        'waiting': None if wall is None else wall - sum(shares.values()) - (page or 0.0),
     }
-    beside = [entry['stage']['id'] for entry in data.get('stages') or [] if (entry.get('status') or {}).get('ran_beside')]
-    if beside and values['waiting'] is not None and values['waiting'] < -1.0:  # issue 19: waves of stages side by side
-        notes.append('%d stage(s) ran side by side with others (status.json\'s ran_beside: %s): their seconds add up to more '
-                     'than the wall time, so waiting is negative and the shares add up to more than 100%%' % (len(beside), ', '.join(beside)))
+    if overlapping:  # issue 19: waves of stages side by side
+        stage_seconds = sum(item['wall_s'] for item in spans)
+        notes.append('%d stage(s) ran side by side with others (%s): their %.1f stage-seconds took %.1f s of wall time; each '
+                     'second two or more stages ran is split equally between them, so each part and each stage\'s share '
+                     'counts what the host spent on it' % (len(overlapping), _names(overlapping), stage_seconds, sum(shares.values())))
     elif values['waiting'] is not None and values['waiting'] < -1.0:
-        notes.append('the stages overlap in time (their started and finished): waiting is negative')
+        notes.append('the page-cache warm-up overlaps the stages (their started and finished): waiting is negative')
     rows = [{'key': key, 'label': label, 'seconds': _round(values[key]), 'share': _round(_share(values[key], wall), 2)}
             for key, label in STAGES_OF_TIME if key != 'not_split' or unsplit]
     stage_rows = []
@@ -203,7 +225,8 @@ def time_breakdown(data):
         public = dict((key, value) for key, value in item.items() if not key.startswith('_'))
         for key in ('wall_s', 'server_load_s', 'warmup_s', 'measuring_s', 'orchestration_s'):
             public[key] = _round(public[key])
-        public['share'] = _round(_share(item['wall_s'], wall), 2)
+        # its share of the wall time: its own wall, or its part of the seconds it shared with stages beside it
+        public['share'] = _round(_share(shares.get(item['stage'], item['wall_s']), wall), 2)
         stage_rows.append(public)
     return {'wall_s': _round(wall), 'started': start.strftime('%Y-%m-%dT%H:%M:%SZ') if start else None,
             'finished': end.strftime('%Y-%m-%dT%H:%M:%SZ') if end else None, 'source': source, 'rows': rows,

@@ -284,8 +284,12 @@ def test_check_plan_names_the_stage_and_field():
         'stages[0].wave is True; allowed: a wave number (an integer, 1 or more) or null')
 
 
-def test_the_time_breakdown_says_why_waiting_is_negative_when_stages_ran_side_by_side(par):
-    notes = ' | '.join(par['json']['hosts'][0]['time_breakdown']['notes'])
-    assert ('3 stage(s) ran side by side with others (status.json\'s ran_beside: %s): their seconds add up to more than the '
-            'wall time, so waiting is negative' % ', '.join(WAVE)) in notes
-    assert 'the stages overlap in time' not in notes
+def test_the_time_breakdown_splits_the_seconds_stages_shared_and_adds_up_to_the_wall(par):
+    breakdown = par['json']['hosts'][0]['time_breakdown']
+    notes = ' | '.join(breakdown['notes'])
+    note = [line for line in breakdown['notes'] if 'stage(s) ran side by side with others (' in line]
+    assert len(note) == 1 and all(stage in note[0] for stage in WAVE), notes
+    # the parts (waiting included) add up to the wall time, and no part is negative
+    known = [row['seconds'] for row in breakdown['rows'] if row['seconds'] is not None]
+    assert sum(known) == pytest.approx(breakdown['wall_s'], abs=0.01) and all(value >= 0 for value in known)
+    assert sum(item['share'] for item in breakdown['stages']) <= 100.0 + 0.01

@@ -208,3 +208,17 @@ def test_a_host_with_nothing_timed_has_no_wall_time():
     assert breakdown['wall_s'] is None and breakdown['source'] is None
     assert [item['stage'] for item in breakdown['stages']] == [AR] and breakdown['stages'][0]['share'] is None
     assert all(row['share'] is None for row in breakdown['rows'])
+
+
+def test_the_timeline_is_split_between_the_stages_in_flight():
+    from ansible_collections.specdec.bench.plugins.plugin_utils.report_time import timeline_shares  # pylint: disable=import-outside-toplevel
+    import datetime  # pylint: disable=import-outside-toplevel
+
+    def span(stage, start, end):
+        base = datetime.datetime(2026, 12, 4)
+        return {'stage': stage, '_start': base + datetime.timedelta(seconds=start), '_end': base + datetime.timedelta(seconds=end)}
+
+    # a from 0 to 10 alone; b beside a from 4 to 10 and alone to 12; c alone after a gap
+    shares = timeline_shares([span('a', 0, 10), span('b', 4, 12), span('c', 20, 25)])
+    assert shares == {'a': 4 + 3, 'b': 3 + 2, 'c': 5}
+    assert sum(shares.values()) == 12 + 5  # the time any stage ran
