@@ -12,6 +12,7 @@ happens, not at the end of the task, and a stage's end is seen within a tick, no
 
 from __future__ import annotations
 
+import os
 import time
 
 from ansible.errors import AnsibleActionFail
@@ -93,7 +94,13 @@ class ActionModule(ActionBase):
         seen = dict((position, {}) for position in pending)
         started = time.monotonic()
         polls = 0
+        # Ansible's worker runs in a session of its own: killing ansible-playbook's process group leaves it running. Its
+        # parent changes when ansible-playbook is gone; it then stops polling, so the stages' leases run out.
+        controller = os.getppid()
         while pending:
+            if os.getppid() != controller:
+                raise AnsibleActionFail('stage_wait: ansible-playbook (pid %d) is gone; the stages stop at the end of their '
+                                        'leases' % controller)
             reply = self._execute_module(
                 module_name='specdec.bench.stage_progress', task_vars=task_vars,
                 module_args={'async_dir': async_dir, 'wait': args['poll'], 'jobs': [
