@@ -30,9 +30,10 @@ RECORD = f"/var/lib/specdec/conflicts/{CAMPAIGN}.json"
 HOLDER = "ddtree-qwen.service"
 CAMPAIGN_YML = simhost.REPO / "playbooks" / "campaign.yml"
 RESTORE_YML = simhost.REPO / "playbooks" / "restore.yml"
-EMULATOR = {"SIM_SGLANG_LOAD_SECONDS": "0.5", "SIM_SGLANG_TIME_SCALE": "0.2"}
-# a stage stops itself 3 s after the last poll of its controller (polls every second at most)
-LEASE = {"campaign_stage_lease_timeout": 3, "bench_stage_poll": 1}
+# the modelled GPU's own speed: a stage measures for 8 s (DDTree) to 30 s (AR), far longer than a lease
+EMULATOR = {"SIM_SGLANG_LOAD_SECONDS": "0.5", "SIM_SGLANG_TIME_SCALE": "1.0"}
+# a stage stops itself 2 s after the last poll of its controller (which polls every half second at most)
+LEASE = {"campaign_stage_lease_timeout": 2, "bench_stage_poll": 0.5}
 LEASE_REASON = "(the campaign was interrupted): stopped"
 SPECS = {
     CAMPAIGN: {"campaign": CAMPAIGN, "model": "/models/Qwen3.6-27B", "draft": "/models/Qwen3.6-27B-DFlash",

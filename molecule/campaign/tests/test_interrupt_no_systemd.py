@@ -50,9 +50,10 @@ def play_the_story(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("resume")
     spec = tmp / "resume.yml"
     spec.write_text(yaml.safe_dump({"campaign_hosts": "campaign-a100box", "campaign_spec": SPEC,
-                                    "sglang_unit_env": {"SIM_SGLANG_LOAD_SECONDS": "0.5", "SIM_SGLANG_TIME_SCALE": "0.2"},
-                                    # a stage stops itself 3 s after the last poll of its controller
-                                    "campaign_stage_lease_timeout": 3, "bench_stage_poll": 1}))
+                                    # half the modelled GPU's speed: a stage measures for 8 s (DFlash) to 25 s (AR)
+                                    "sglang_unit_env": {"SIM_SGLANG_LOAD_SECONDS": "0.5", "SIM_SGLANG_TIME_SCALE": "0.5"},
+                                    # a stage stops itself 2 s after the last poll of its controller (every half second)
+                                    "campaign_stage_lease_timeout": 2, "bench_stage_poll": 0.5}))
     seen = {}
     with open(tmp / "first.log", "w", encoding="utf-8") as log:
         first = simhost.start_playbook(CAMPAIGN_YML, "-e", f"@{spec}", log=log)
