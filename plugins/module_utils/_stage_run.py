@@ -346,6 +346,14 @@ def run(module):
                          progress_file=progress_file)
     start = time.time()
     started = time.strftime(TIME_FORMAT, time.gmtime(start))
+    if p['lease_file']:
+        # this run's lease starts now: a lease file an earlier run of the stage left is not this controller's
+        try:
+            with open(p['lease_file'], 'a', encoding='utf-8'):
+                pass
+            os.utime(p['lease_file'], (start, start))
+        except OSError:
+            pass  # as a missing lease file: as old as the start
     base = dict(p['status'])
     lease = Lease(p['lease_file'], p['lease_timeout'], start)
     progress = Progress(module, progress_file, mode, base['stage'], len(runs), round(start, 3))

@@ -246,15 +246,26 @@ def test_a_stage_still_held_by_an_earlier_run_is_waited_for_then_refused_naming_
     assert _stage_run.hold_stage_lock(str(tmp_path / 'missing' / 'x.lock'), 1) is None
 
 
-def test_a_stale_lease_at_the_start_starts_nothing_and_is_recorded(run_module, stage):
+def test_a_lease_an_earlier_run_left_is_renewed_at_the_start(run_module, stage):
+    """A killed campaign's stage left its lease file behind, long stale: a rerun's stage starts its own lease."""
     stage.define()
     lease = stage.tmp / 'lease'
     lease.write_text('')
     os.utime(str(lease), (time.time() - 100, time.time() - 100))
     result = run_module(stage_run, stage.args([stage.run(1)], lease_file=str(lease), lease_timeout=30))
+    assert result['exit_code'] == 0 and result['status']['status'] == 'ok', result['status']
+    assert time.time() - os.stat(str(lease)).st_mtime < 60
+
+
+def test_a_lease_that_runs_out_before_the_first_step_starts_nothing_and_is_recorded(run_module, stage, monkeypatch):
+    stage.define()
+    lease = stage.tmp / 'lease'
+    # the controller's poll never comes: the lease is older than its timeout by the first check
+    monkeypatch.setattr(_stage_run.Lease, 'age', lambda self: 100.0)
+    result = run_module(stage_run, stage.args([stage.run(1)], lease_file=str(lease), lease_timeout=30))
     assert result['exit_code'] == 0
     assert result['status']['status'] == 'failed' and LEASE_REASON.match(result['status']['reason'])
-    assert result['status']['reason'].startswith('no controller polled this stage for 10')
+    assert result['status']['reason'].startswith('no controller polled this stage for 100')
     assert result['status']['evidence']['task'] == _stage_run.TASK_ATTEMPT and result['attempt'] is None
     assert stage.state()['state'] == 'inactive' and stage.read('status.json') == result['status']
 
