@@ -50,7 +50,8 @@ def run_the_campaign(tmp_path_factory):
         spec = yaml.safe_load(handle)["campaign_spec"]
     spec.update(campaign=CAMPAIGN, workload={"input_len": 32, "output_len": 48, "num_prompts": 6}, concurrency=[1], repeats=1)
     extra = tmp_path_factory.mktemp("parallel") / "parallel.yml"
-    extra.write_text(yaml.safe_dump({"campaign_hosts": "campaign-ct200", "campaign_spec": spec, "sglang_unit_env": EMULATOR}))
+    extra.write_text(yaml.safe_dump({"campaign_hosts": "campaign-ct200", "campaign_spec": spec, "sglang_unit_env": EMULATOR},
+                                    sort_keys=False))  # the methods in the file's order
     rc, out = simhost.playbook(simhost.REPO / "playbooks" / "campaign.yml", "-e", f"@{extra}", timeout=900)
     assert rc == 0, out[-4000:]
     plan = {stage["id"]: stage for stage in read_json(f"{RESULTS}/campaign.json")["stages"]}
