@@ -30,7 +30,6 @@ import bench_probe  # noqa: E402  pylint: disable=wrong-import-position
 
 REPO = bench_probe.REPO
 STAGE_DONE = "Report the wave's stages"
-WAIT_TASK = "Wait for the stages of the wave"
 # the remote round trips of a stage besides the waits' polls: the lock's heartbeat and the async start
 REMOTE_TASKS = 2
 READY_LINE = "The server is fired up and ready to roll!"

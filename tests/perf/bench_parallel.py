@@ -37,7 +37,7 @@ import bench_campaign  # noqa: E402  pylint: disable=wrong-import-position
 import bench_probe  # noqa: E402  pylint: disable=wrong-import-position
 
 REPO = bench_probe.REPO
-WAVE_DONE = "Report the wave's stages"
+WAVE_DONE = bench_campaign.STAGE_DONE
 WAVE_START = "Announce the wave"
 STAGE = "tp1-autoregressive"
 
