@@ -92,6 +92,7 @@ class ActionModule(ActionBase):
         pending = [position for position, job in enumerate(jobs) if job[1]]
         async_dir = self._remote_expand_user(self.get_shell_option('async_dir', default='~/.ansible_async'))
         seen = dict((position, {}) for position in pending)
+        stamps = {}  # what the last answer saw of each job's files: the next long poll answers at once when they changed
         started = time.monotonic()
         polls = 0
         # Ansible's worker runs in a session of its own: killing ansible-playbook's process group leaves it running. Its
@@ -104,14 +105,15 @@ class ActionModule(ActionBase):
             reply = self._execute_module(
                 module_name='specdec.bench.stage_progress', task_vars=task_vars,
                 module_args={'async_dir': async_dir, 'wait': args['poll'], 'jobs': [
-                    dict((key, value) for key, value in (('jid', jobs[p][1]), ('progress_file', jobs[p][2]), ('lease_file', jobs[p][3]))
-                         if value) for p in pending]})
+                    dict((key, value) for key, value in (('jid', jobs[p][1]), ('progress_file', jobs[p][2]), ('lease_file', jobs[p][3]),
+                                                         ('seen', stamps.get(p))) if value) for p in pending]})
             polls += 1
             if reply.get('failed'):
                 raise AnsibleActionFail('stage_wait: cannot read the stages in flight on %s: %s' % (host, reply.get('msg')))
             waited = time.monotonic() - started
             still = []
             for position, state in zip(pending, reply.get('jobs') or []):
+                stamps[position] = state.get('seen')
                 for line in progress_lines(jobs[position][0], state.get('progress'), seen[position]):
                     display.display('  [%s] %s' % (host, line))
                 if state.get('finished'):

@@ -35,6 +35,12 @@ options:
         description: The stage's lease file, touched at each read (M(specdec.bench.stage_run)'s
           O(specdec.bench.stage_run#module:lease_file)); not touched once the job finished.
         type: path
+      seen:
+        description:
+          - The job's O(jobs[].seen) as the previous answer returned it (its C(seen)): what the controller last saw of the
+            job's files. A long poll answers at once when the files changed since then, also when they changed between
+            two polls; without it the poll waits for a change after it began.
+        type: str
   async_dir:
     description: Where the async jobs' results files are (the shell's C(async_dir); the action passes it).
     type: path
@@ -95,6 +101,11 @@ jobs:
     progress:
       description: The stage's progress file as JSON, or null when it is missing or not JSON yet.
       type: dict
+    seen:
+      description: The modification times of the job's results file and progress file as read for this answer; pass it
+        back as O(jobs[].seen) in the next poll.
+      type: str
+      version_added: 0.5.0
 """
 
 import json
@@ -133,15 +144,24 @@ def _mtime(path):
         return None
 
 
+def stamp(async_dir, job):
+    """What a long poll watches of one job: its results file's and progress file's modification times, as a string."""
+    return '%s:%s' % (_mtime(os.path.join(async_dir, job['jid'])), _mtime(job.get('progress_file')))
+
+
 def snapshot(async_dir, jobs):
-    """What a long poll watches: each job's results file and progress file (modification times)."""
-    return [(_mtime(os.path.join(async_dir, job['jid'])), _mtime(job.get('progress_file'))) for job in jobs]
+    return [stamp(async_dir, job) for job in jobs]
 
 
 def wait_for_change(async_dir, jobs, seconds, clock=time.monotonic, sleep=time.sleep):
-    """Return as soon as a watched file changes, at the latest after `seconds`."""
+    """Return as soon as a watched file changes, at the latest after `seconds`: changes since each job's `seen` (what the
+    controller saw in the previous answer), or, for a job without one, since the poll began. Without `seen`, a stage
+    that wrote its last progress and then its result between two polls would be seen only at the poll's end."""
     deadline = clock() + seconds
-    before = snapshot(async_dir, jobs)
+    now = snapshot(async_dir, jobs)
+    before = [job.get('seen') or current for job, current in zip(jobs, now)]
+    if now != before:
+        return True
     while clock() < deadline:
         sleep(min(TICK_S, max(0.0, deadline - clock())))
         if snapshot(async_dir, jobs) != before:
@@ -158,6 +178,7 @@ def finished_result(path):
 
 def job_state(async_dir, job, cleanup):
     path = os.path.join(async_dir, job['jid'])
+    seen = stamp(async_dir, job)  # before reading: a write after this is news to the next poll
     found = os.path.exists(path)
     data = finished_result(path) if found else None
     finished = data is not None
@@ -172,6 +193,7 @@ def job_state(async_dir, job, cleanup):
         'finished': finished,
         'result': data if finished else None,
         'progress': read_json(job['progress_file']) if job.get('progress_file') else None,
+        'seen': seen,
     }
 
 
@@ -182,6 +204,7 @@ def main():
                 jid=dict(type='str', required=True),
                 progress_file=dict(type='path'),
                 lease_file=dict(type='path'),
+                seen=dict(type='str'),
             )),
             async_dir=dict(type='path', required=True),
             cleanup=dict(type='bool', default=True),

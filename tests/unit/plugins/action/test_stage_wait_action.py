@@ -5,10 +5,14 @@
 
 from __future__ import annotations
 
+from unittest import mock
+
 import pytest
 
 from ansible.errors import AnsibleActionFail
+from ansible.playbook.task import Task
 
+from ansible_collections.specdec.bench.plugins.action import stage_wait
 from ansible_collections.specdec.bench.plugins.action.stage_wait import job_of, progress_lines
 
 
@@ -33,3 +37,25 @@ def test_each_event_is_printed_once_as_it_happens():
     two = dict(one, runs=one['runs'] + [{'label': 'gsm8k t0 c4', 'failed': True, 'elapsed_s': 1.5}], phase='done')
     assert progress_lines('s', two, seen) == ['s: gsm8k t0 c4 (2 of 2) failed in 1.5 s']
     assert progress_lines('s', two, seen) == []
+
+
+def test_each_poll_hands_back_what_the_last_answer_saw():
+    """The long poll answers at once for a change it did not report yet only if the action passes back each job's
+    `seen` stamp; a finished job is polled no more."""
+    task = Task()
+    item = {'status': {'stage': 's1'}, 'progress_file': '/r/p.json', 'lease_file': '/r/.lease'}
+    task.args = {'jobs': [{'ansible_job_id': 'j1', 'item': item}], 'poll': 2.0}
+    action = stage_wait.ActionModule(task, mock.MagicMock(), mock.MagicMock(), loader=None, templar=None,
+                                     shared_loader_obj=None)
+    replies = [
+        {'jobs': [{'jid': 'j1', 'found': True, 'finished': False, 'progress': {'phase': 'done'}, 'seen': '10:20'}]},
+        {'jobs': [{'jid': 'j1', 'found': True, 'finished': True, 'result': {'status': {'status': 'ok'}}, 'seen': '11:20'}]},
+    ]
+    with mock.patch.object(action, '_execute_module', side_effect=replies) as execute, \
+            mock.patch.object(action, 'get_shell_option', return_value='~/.ansible_async'), \
+            mock.patch.object(action, '_remote_expand_user', return_value='/root/.ansible_async'):
+        result = action.run(task_vars={'inventory_hostname': 'ct200'})
+    sent = [call.kwargs['module_args'] for call in execute.call_args_list]
+    assert [job.get('seen') for args in sent for job in args['jobs']] == [None, '10:20']
+    assert sent[0]['async_dir'] == '/root/.ansible_async' and sent[0]['wait'] == 2.0
+    assert result['polls'] == 2 and result['stages'][0]['status'] == {'status': 'ok'}

@@ -74,6 +74,34 @@ def test_a_long_poll_answers_when_a_file_changes_or_at_its_deadline(tmp_path):
     assert now[0] <= stage_progress.TICK_S + 1e-9
 
 
+def test_a_change_between_two_polls_ends_the_next_poll_at_once(run_module, tmp_path):
+    """The stage writes its last progress, the poll answers; the wrapper then writes the result before the next poll
+    begins. With the stamp the previous answer returned, the next poll answers at once instead of at its deadline."""
+    jobfile = tmp_path / 'j1'
+    jobfile.write_text('{"started": 1, "finished": 0}')
+    progress = tmp_path / 'progress.json'
+    progress.write_text('{"phase": "done"}')
+    first = run_module(stage_progress, {'async_dir': str(tmp_path), 'jobs': [{'jid': 'j1', 'progress_file': str(progress)}]})
+    seen = first['jobs'][0]['seen']
+    assert not first['jobs'][0]['finished'] and seen
+    os.utime(jobfile, ns=(0, 0))  # the result lands (another modification time), before the next poll starts
+    _write(jobfile, {'changed': True, 'status': {'status': 'ok'}})
+    os.utime(jobfile, ns=(1, 1))
+    jobs = [{'jid': 'j1', 'progress_file': str(progress), 'seen': seen}]
+    now = [0.0]
+
+    def sleep(seconds):
+        now[0] += seconds
+
+    assert stage_progress.wait_for_change(str(tmp_path), jobs, 5.0, clock=lambda: now[0], sleep=sleep) is True
+    assert now[0] == 0.0  # no tick waited
+    # without the stamp, the same poll sees nothing new and waits to its deadline
+    assert stage_progress.wait_for_change(str(tmp_path), [{'jid': 'j1', 'progress_file': str(progress)}], 5.0,
+                                          clock=lambda: now[0], sleep=sleep) is False
+    answer = run_module(stage_progress, {'async_dir': str(tmp_path), 'wait': 5.0, 'jobs': jobs})
+    assert answer['jobs'][0]['finished'] and answer['jobs'][0]['seen'] != seen
+
+
 def test_a_wait_out_of_range_is_refused(run_module, tmp_path):
     result = run_module(stage_progress, {'async_dir': str(tmp_path), 'wait': 601, 'jobs': []})
     assert result['failed'] and 'wait is 601' in result['msg'] and '0 to 600' in result['msg']
