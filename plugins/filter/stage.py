@@ -27,7 +27,7 @@ SETTINGS = {
     'datasets_dir': '/var/lib/specdec/datasets', 'keep': [], 'backend': 'systemd', 'service_dir': '/var/lib/specdec/services',
     'unit_dir': '/etc/systemd/system', 'stop_timeout': 60, 'ready_timeout': 900, 'journal_lines': 200,
     'request_timeout': None, 'request_deadline': None, 'run_deadline': None, 'telemetry': 'auto', 'telemetry_interval': 0.1,
-    'mode': '0640', 'lease_timeout': 0, 'stages_dir': '/var/lib/specdec/stages',
+    'mode': '0640', 'lease_timeout': 0, 'poll': 5.0, 'stages_dir': '/var/lib/specdec/stages',
 }
 
 
@@ -108,6 +108,16 @@ def stage_run_args(stage, settings, wave=None):
     for key in ('results_root', 'campaign'):
         if not settings.get(key):
             _fail('settings.' + key, settings.get(key), 'a non-empty string')
+    try:
+        lease, poll = float(settings['lease_timeout']), float(settings['poll'])
+    except (TypeError, ValueError):
+        _fail('settings.lease_timeout and settings.poll', (settings['lease_timeout'], settings['poll']), 'numbers of seconds')
+    if not poll > 0:
+        _fail('settings.poll (bench_stage_poll)', poll, 'a number of seconds > 0')
+    if lease and not lease > 2 * poll:
+        # each poll renews the leases: a lease shorter than two polls would stop healthy stages
+        _fail('settings.lease_timeout (bench_stage_lease_timeout)', lease,
+              '0 (off) or more than twice settings.poll (bench_stage_poll, %g s): each poll renews the leases' % poll)
     wave = list(wave or [stage['id']])
     directory = stage_dir(stage, settings)
     datasets = settings.get('datasets') or [RANDOM]
@@ -138,7 +148,7 @@ def stage_run_args(stage, settings, wave=None):
         # control files outside the results: what the stage is doing now, the controller's lease and the stage's lock
         'progress_file': '%s/%s/%s.progress.json' % (settings['stages_dir'], settings['campaign'], stage['id']),
         'lease_file': '%s/%s/%s.lease' % (settings['stages_dir'], settings['campaign'], stage['id']),
-        'lease_timeout': float(settings['lease_timeout']),
+        'lease_timeout': lease,
     }
 
 

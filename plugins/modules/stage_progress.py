@@ -115,7 +115,7 @@ import time
 from ansible.module_utils.basic import AnsibleModule
 
 # how often a long poll looks at the files
-TICK_S = 0.05
+TICK_S = 0.02
 
 
 def read_json(path):

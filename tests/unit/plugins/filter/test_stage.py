@@ -67,10 +67,17 @@ def test_the_status_base_names_the_stages_beside_it():
 @pytest.mark.parametrize('settings, field', [
     (dict(SETTINGS, colour='red'), 'settings.colour'),
     ({'results_root': '/r'}, 'settings.campaign'),
+    (dict(SETTINGS, lease_timeout=8, poll=5), r'settings.lease_timeout \(bench_stage_lease_timeout\) is 8.0; allowed: 0 \(off\) or more than twice'),
+    (dict(SETTINGS, poll=0), r'settings.poll \(bench_stage_poll\) is 0.0'),
 ])
 def test_bad_settings_are_refused_naming_the_field(settings, field):
     with pytest.raises(AnsibleFilterError, match=field):
         stage_run_args(STAGE, settings)
+
+
+def test_a_lease_of_more_than_two_polls_or_none_is_taken():
+    assert stage_run_args(STAGE, dict(SETTINGS, lease_timeout=10.5, poll=5))['lease_timeout'] == 10.5
+    assert stage_run_args(STAGE, dict(SETTINGS, lease_timeout=0, poll=60))['lease_timeout'] == 0.0
 
 
 def test_a_stage_without_a_port_is_refused():
