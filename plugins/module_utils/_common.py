@@ -20,6 +20,7 @@ import math
 import os
 import re
 import tempfile
+import time
 
 # A campaign, stage, TP entry, training run or process name: it names folders and systemd units, so no "/", no
 # spaces, no shell characters, no leading dot or dash.
@@ -57,6 +58,14 @@ RESULTS_LAYOUT_BEFORE_REPEATS = {
 }
 
 CHUNK = 1 << 20
+
+
+def utc_stamp(when=None):
+    """An epoch time (now by default) as ISO 8601 UTC with milliseconds, '2026-12-02T14:00:00.125Z': status.json's
+    started and finished, so a stage's wall time (and its orchestration, the rest of it) is good to a millisecond."""
+    when = time.time() if when is None else when
+    whole = int(when)
+    return '%s.%03dZ' % (time.strftime('%Y-%m-%dT%H:%M:%S', time.gmtime(whole)), min(999, int(round((when - whole) * 1000))))
 
 
 def is_id(value, max_len=ID_MAX_LEN):

@@ -28,7 +28,7 @@ from ansible_collections.specdec.bench.plugins.module_utils import _step_ready
 from ansible_collections.specdec.bench.plugins.module_utils import _step_record
 from ansible_collections.specdec.bench.plugins.module_utils import _step_service
 from ansible_collections.specdec.bench.plugins.module_utils import _supervisor as supervisor
-from ansible_collections.specdec.bench.plugins.module_utils._common import atomic_write
+from ansible_collections.specdec.bench.plugins.module_utils._common import atomic_write, utc_stamp
 from ansible_collections.specdec.bench.plugins.module_utils._step import run_step, validate
 
 # The names of the bench_stage role's tasks each step replaces: a failure's evidence.task, as the role recorded it.
@@ -38,7 +38,6 @@ TASK_READY = 'Wait until the server answers /health_generate'
 TASK_RUNS = 'Run the harness for each prompt set, temperature and concurrency'
 # What status.json's headline keeps of each run's summary (bench_run's result), in the summary's order.
 HEADLINE_KEYS = ('dataset', 'temperature', 'concurrency', 'output_throughput', 'accept_length', 'output_tokens_per_j', 'repeats')
-TIME_FORMAT = '%Y-%m-%dT%H:%M:%SZ'
 PROGRESS_FILE = 'progress.json'
 # Held (flock) while a stage runs, so that two runs of one stage never write its folder at once (a killed campaign's
 # stage still stopping while a rerun starts): beside the lease file (<lease>.lock), else hidden in the stage folder.
@@ -345,7 +344,7 @@ def run(module):
         module.fail_json(msg='%s: %s; nothing was started or written' % (p['status']['stage'], exc), status=None,
                          progress_file=progress_file)
     start = time.time()
-    started = time.strftime(TIME_FORMAT, time.gmtime(start))
+    started = utc_stamp(start)
     if p['lease_file']:
         # this run's lease starts now: a lease file an earlier run of the stage left is not this controller's
         try:

@@ -11,15 +11,13 @@ from __future__ import annotations
 
 import json
 import os
-import time
 
 from ansible_collections.specdec.bench.plugins.module_utils import _service as service
 from ansible_collections.specdec.bench.plugins.module_utils import _supervisor as supervisor
-from ansible_collections.specdec.bench.plugins.module_utils._common import RESULTS_LAYOUT, atomic_write
+from ansible_collections.specdec.bench.plugins.module_utils._common import RESULTS_LAYOUT, atomic_write, utc_stamp
 from ansible_collections.specdec.bench.plugins.module_utils._gpu_probe import gather_gpu_facts
 from ansible_collections.specdec.bench.plugins.module_utils._sglang_http import CONNECTION_ERRORS, HTTPStatusError, request_json
 
-TIME_FORMAT = '%Y-%m-%dT%H:%M:%SZ'
 
 ARGUMENT_SPEC = dict(
     dir=dict(type='path', required=True),
@@ -117,7 +115,7 @@ def run(module):
         if not evidence.get('journal'):
             evidence['journal'] = journal[-50:]
         status['evidence'] = evidence
-    status['finished'] = time.strftime(TIME_FORMAT, time.gmtime())
+    status['finished'] = utc_stamp()
     atomic_write(files['status'], json.dumps(status, indent=4, sort_keys=True) + '\n', mode)
     written['status'] = files['status']
     for text in missing:

@@ -45,7 +45,7 @@ options:
   status:
     description:
       - The stage's status (C(stage), C(status) V(ok) or V(failed), C(reason), C(started), C(headline), C(timings),
-        C(repeats), C(evidence)); C(finished) is set here.
+        C(repeats), C(evidence)); C(finished) is set here (ISO 8601 UTC with milliseconds).
     type: dict
     required: true
   files:
@@ -119,7 +119,7 @@ status:
   description: The status as written.
   returned: success
   type: dict
-  sample: {stage: tp1-dflash-n16, status: ok, reason: null, started: "2026-12-02T14:00:00Z", finished: "2026-12-02T14:03:10Z"}
+  sample: {stage: tp1-dflash-n16, status: ok, reason: null, started: "2026-12-02T14:00:00Z", finished: "2026-12-02T14:03:10.412Z"}
 written:
   description: The files written, by layout name.
   returned: success
@@ -136,7 +136,6 @@ from ansible.module_utils.basic import AnsibleModule
 # the logic and the names tests use live in module_utils (specdec.bench.stage_run runs it as a step)
 from ansible_collections.specdec.bench.plugins.module_utils._step_record import (  # noqa: F401  pylint: disable=unused-import
     ARGUMENT_SPEC,
-    TIME_FORMAT,
     run,
 )
 

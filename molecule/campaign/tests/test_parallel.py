@@ -41,7 +41,7 @@ def cpus(text):
 
 
 def when(text):
-    return datetime.datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ")
+    return datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))  # status.json: UTC with milliseconds
 
 
 @pytest.fixture(name="ran", scope="module")

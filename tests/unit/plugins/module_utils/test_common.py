@@ -73,3 +73,11 @@ def test_file_sha256(tmp_path):
     data = os.urandom(3 * 1024 + 7)
     (tmp_path / 'f').write_bytes(data)
     assert _common.file_sha256(str(tmp_path / 'f'), chunk=1024) == hashlib.sha256(data).hexdigest()
+
+
+def test_utc_stamp_has_milliseconds_and_sorts_as_time():
+    assert _common.utc_stamp(1796373315.9624) == '2026-12-04T08:35:15.962Z'
+    assert _common.utc_stamp(1796373315.9999) == '2026-12-04T08:35:15.999Z'  # never rounds into the next second
+    assert _common.utc_stamp(1796373315) == '2026-12-04T08:35:15.000Z'
+    stamps = [_common.utc_stamp(1796373315 + step / 7.0) for step in range(20)]
+    assert stamps == sorted(stamps) and len(_common.utc_stamp()) == len(stamps[0])

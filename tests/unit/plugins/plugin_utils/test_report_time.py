@@ -222,3 +222,14 @@ def test_the_timeline_is_split_between_the_stages_in_flight():
     shares = timeline_shares([span('a', 0, 10), span('b', 4, 12), span('c', 20, 25)])
     assert shares == {'a': 4 + 3, 'b': 3 + 2, 'c': 5}
     assert sum(shares.values()) == 12 + 5  # the time any stage ran
+
+
+def test_a_stage_timed_to_the_millisecond_has_its_exact_orchestration():
+    """status.json's times carry milliseconds: a stage's orchestration is wall - load - warm-up - measuring exactly,
+    not off by up to a second (whole seconds made a short stage's orchestration negative)."""
+    from ansible_collections.specdec.bench.plugins.plugin_utils.report_time import stage_time  # pylint: disable=import-outside-toplevel
+    status = {'status': 'ok', 'started': '2026-12-04T08:59:00.900Z', 'finished': '2026-12-04T09:00:07.100Z',
+              'timings': {'ready_s': 2.0, 'harness_s': 62.6, 'warmup_s': 3.1, 'measure_s': 58.4, 'idle_s': 1.0}}
+    item = stage_time({'stage': {'id': AR}, 'status': status, 'results': {}})
+    assert item['wall_s'] == pytest.approx(66.2)
+    assert item['orchestration_s'] == pytest.approx(1.7)  # whole seconds (08:59:00 to 09:00:07) would give 2.5
