@@ -112,7 +112,7 @@ def stage_run_args(stage, settings, wave=None):
         lease, poll = float(settings['lease_timeout']), float(settings['poll'])
     except (TypeError, ValueError):
         _fail('settings.lease_timeout and settings.poll', (settings['lease_timeout'], settings['poll']), 'numbers of seconds')
-    if not poll > 0:
+    if poll <= 0:
         _fail('settings.poll (bench_stage_poll)', poll, 'a number of seconds > 0')
     if lease and not lease > 2 * poll:
         # each poll renews the leases: a lease shorter than two polls would stop healthy stages

@@ -37,9 +37,9 @@ options:
         type: path
       seen:
         description:
-          - The job's O(jobs[].seen) as the previous answer returned it (its C(seen)): what the controller last saw of the
+          - "What the previous answer returned as RV(jobs[].seen) for this job: what the controller last saw of the
             job's files. A long poll answers at once when the files changed since then, also when they changed between
-            two polls; without it the poll waits for a change after it began.
+            two polls; without it the poll waits for a change after it began."
         type: str
   async_dir:
     description: Where the async jobs' results files are (the shell's C(async_dir); the action passes it).
@@ -105,7 +105,6 @@ jobs:
       description: The modification times of the job's results file and progress file as read for this answer; pass it
         back as O(jobs[].seen) in the next poll.
       type: str
-      version_added: 0.5.0
 """
 
 import json
