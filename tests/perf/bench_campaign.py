@@ -30,8 +30,10 @@ import bench_probe  # noqa: E402  pylint: disable=wrong-import-position
 
 REPO = bench_probe.REPO
 STAGE_DONE = "Report the wave's stages"
-# the remote round trips of a stage besides the waits' polls: the lock's heartbeat and the async start
-REMOTE_TASKS = 2
+# a stage's remote round trips besides the waits' polls: the async start, and the lock's heartbeat when it runs
+# (campaign_lock_stale_after > 0; skipped by default, then a local task)
+START_TASK = "Start the stages of the wave"
+HEARTBEAT_TASK = "Renew the lock's heartbeat"
 READY_LINE = "The server is fired up and ready to roll!"
 SPEC = {
     "campaign": "bench",
@@ -104,6 +106,8 @@ def per_stage(clock, container, plan):
             row["wall"] = done[index] - done[index - 1]
             row["overhead"] = row["wall"] - row["load"] - row["harness"]
             row["tasks"] = done_at[index] - done_at[index - 1]
+            between = clock[done_at[index - 1] + 1:done_at[index] + 1]
+            row["remote"] = sum(1 for r in between if r["status"] == "ok" and r["task"] in (START_TASK, HEARTBEAT_TASK))
         rows.append(row)
     return rows
 
@@ -200,12 +204,13 @@ def main():
         median, low, high, count = med(key)
         print(f"{label:<28}{median:>10.3f}{low:>8.3f}{high:>8.3f}{count:>5}   {target}")
     local_s, remote_s = statistics.median(floor_local), statistics.median(floor_remote)
-    overhead, tasks = med("overhead")[0], med("tasks")[0]
-    # the heartbeat and the async start, plus one long poll that returns when the stage ends (the others overlap it)
-    floor = (tasks - REMOTE_TASKS - 1) * local_s + (REMOTE_TASKS + 1) * remote_s
+    overhead, tasks, remote = med("overhead")[0], med("tasks")[0], med("remote")[0]
+    # the remote tasks (async start, heartbeat when it ran) plus one long poll that returns when the stage ends (the
+    # others overlap the stage's own time); every other task result is a local one
+    floor = (tasks - remote - 1) * local_s + (remote + 1) * remote_s
     print(f"\nAnsible's floor here: a local task {local_s:.3f} s, a remote module {remote_s:.3f} s (medians, same host);"
-          f" a stage is {tasks:.0f} task results, {REMOTE_TASKS + 1} of them remote round trips outside the stage's own"
-          f" time (heartbeat, async start, the poll that sees it end): floor {floor:.2f} s;"
+          f" a stage is {tasks:.0f} task results, {remote + 1:.0f} of them remote round trips outside the stage's own"
+          f" time (async start{', heartbeat' if remote > 1 else ''}, the poll that sees it end): floor {floor:.2f} s;"
           f" measured overhead {overhead:.2f} s = {overhead / floor:.2f}x that floor")
     probe_s, rerun_s = statistics.median(probes), statistics.median(reruns)
     budget = probe_s + 0.2 * len(plan)
