@@ -102,8 +102,8 @@ jobs:
       description: The stage's progress file as JSON, or null when it is missing or not JSON yet.
       type: dict
     seen:
-      description: The modification times of the job's results file and progress file as read for this answer; pass it
-        back as O(jobs[].seen) in the next poll.
+      description: The identity and modification time of the job's results file and progress file as read for this
+        answer; pass it back as O(jobs[].seen) in the next poll.
       type: str
 """
 
@@ -137,14 +137,17 @@ def renew(path):
 
 
 def _mtime(path):
+    """The file's identity and modification time: inode, mtime (ns) and size. Both files are replaced atomically (a new
+    inode per write), so two writes within one tick of the kernel's coarse file clock still differ."""
     try:
-        return os.stat(path).st_mtime_ns
+        st = os.stat(path)
     except (OSError, TypeError):
         return None
+    return '%d-%d-%d' % (st.st_ino, st.st_mtime_ns, st.st_size)
 
 
 def stamp(async_dir, job):
-    """What a long poll watches of one job: its results file's and progress file's modification times, as a string."""
+    """What a long poll watches of one job: its results file and its progress file (_mtime), as a string."""
     return '%s:%s' % (_mtime(os.path.join(async_dir, job['jid'])), _mtime(job.get('progress_file')))
 
 

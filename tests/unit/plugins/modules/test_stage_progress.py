@@ -102,6 +102,24 @@ def test_a_change_between_two_polls_ends_the_next_poll_at_once(run_module, tmp_p
     assert answer['jobs'][0]['finished'] and answer['jobs'][0]['seen'] != seen
 
 
+def test_a_rewrite_within_one_tick_of_the_file_clock_is_still_a_change(tmp_path):
+    """The progress file is replaced atomically: a rewrite with the very same modification time (two writes within one
+    tick of the kernel's coarse clock) is still news, by its new inode."""
+    progress = tmp_path / 'progress.json'
+    progress.write_text('{"phase": "recording"}')
+    job = {'jid': 'j1', 'progress_file': str(progress)}
+    before = stage_progress.stamp(str(tmp_path), job)
+    stat = progress.stat()
+    replacement = tmp_path / 'progress.json.tmp'
+    replacement.write_text('{"phase": "done"}    ')
+    os.replace(replacement, progress)
+    os.utime(progress, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert progress.stat().st_mtime_ns == stat.st_mtime_ns
+    assert stage_progress.stamp(str(tmp_path), job) != before
+    assert stage_progress.wait_for_change(str(tmp_path), [dict(job, seen=before)], 5.0, clock=lambda: 0.0,
+                                          sleep=lambda seconds: None) is True
+
+
 def test_a_wait_out_of_range_is_refused(run_module, tmp_path):
     result = run_module(stage_progress, {'async_dir': str(tmp_path), 'wait': 601, 'jobs': []})
     assert result['failed'] and 'wait is 601' in result['msg'] and '0 to 600' in result['msg']
