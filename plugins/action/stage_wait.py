@@ -20,6 +20,8 @@ from ansible.module_utils.common.text.converters import to_text
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
+from ansible_collections.specdec.bench.plugins.plugin_utils import lease_keeper
+
 display = Display()
 
 ARGUMENT_SPEC = {
@@ -27,6 +29,7 @@ ARGUMENT_SPEC = {
     'poll': {'type': 'float', 'default': 5.0},
     'timeout': {'type': 'float', 'default': 0.0},
     'missing_after': {'type': 'float', 'default': 60.0},
+    'keeper': {'type': 'dict'},
 }
 
 
@@ -84,7 +87,16 @@ class ActionModule(ActionBase):
         if validation.error_messages:
             raise AnsibleActionFail("stage_wait: %s" % "; ".join(validation.error_messages))
         if args["poll"] <= 0:
+            lease_keeper.release(args['keeper'])
             raise AnsibleActionFail('stage_wait: poll is %r; allowed: a number of seconds > 0' % args['poll'])
+        try:
+            self._wait(result, task_vars, args)
+        finally:
+            # the wave's lease keeper (specdec.bench.stage_lease) stops with the wait: what it did, for the record
+            result['lease_keeper'] = lease_keeper.release(args['keeper'])
+        return result
+
+    def _wait(self, result, task_vars, args):
         host = (task_vars or {}).get('inventory_hostname', '?')
         jobs = [job_of(entry, position) for position, entry in enumerate(args['jobs'])]
         outcome = dict((position, {'stage': job[0], 'finished': job[4] is not None, 'result': None, 'msg': job[4]})

@@ -2,10 +2,11 @@
 # Copyright: (c) 2026, specdec.bench developers
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""stage_run_args, stage_wave_line and campaign_waves: what one specdec.bench.stage_run call of a stage gets, how a
-wave is announced, and which stages run together.
+"""stage_run_args, stage_wave_line, campaign_waves and stage_lock_wait: what one specdec.bench.stage_run call of a stage
+gets, how a wave is announced, which stages run together, and how long a stage of a killed run may still hold its lock.
 
-Their documentation is in stage_run_args.yml, stage_wave_line.yml and campaign_waves.yml beside this file. One place
+Their documentation is in stage_run_args.yml, stage_wave_line.yml, campaign_waves.yml and stage_lock_wait.yml beside
+this file. One place
 for a stage's harness runs: the matrix (prompt set x temperature x concurrency, in that order) and each run's
 bench_run options.
 """
@@ -15,6 +16,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
+
+from ansible_collections.specdec.bench.plugins.module_utils._stage_run import lock_wait_s
 
 # What bench_run records of a prompt set in each result (its controller paths and notes stay on the controller).
 DATASET_KEYS = ('name', 'kind', 'source', 'source_sha256', 'normalized_sha256', 'prompts_sha256', 'template_sha256', 'count',
@@ -188,6 +191,18 @@ def campaign_waves(stages, unavailable=None):
     return waves
 
 
+def stage_lock_wait(lease_timeout, stop_timeout):
+    """Seconds a stage of a killed run may still hold its lock (specdec.bench.stage_run's own wait for it)."""
+    try:
+        lease, stop = float(lease_timeout), float(stop_timeout)
+    except (TypeError, ValueError):
+        _fail('lease_timeout and stop_timeout', (lease_timeout, stop_timeout), 'numbers of seconds')
+    if not (lease >= 0 and stop >= 0):
+        _fail('lease_timeout and stop_timeout', (lease_timeout, stop_timeout), 'numbers of seconds >= 0')
+    return int(lock_wait_s(lease, stop) + 0.999)
+
+
 class FilterModule:
     def filters(self):
-        return {'stage_run_args': stage_run_args, 'stage_wave_line': stage_wave_line, 'campaign_waves': campaign_waves}
+        return {'stage_run_args': stage_run_args, 'stage_wave_line': stage_wave_line, 'campaign_waves': campaign_waves,
+                'stage_lock_wait': stage_lock_wait}

@@ -29,6 +29,7 @@ from ansible_collections.specdec.bench.plugins.module_utils import _step_record
 from ansible_collections.specdec.bench.plugins.module_utils import _step_service
 from ansible_collections.specdec.bench.plugins.module_utils import _supervisor as supervisor
 from ansible_collections.specdec.bench.plugins.module_utils._common import atomic_write, utc_stamp
+from ansible_collections.specdec.bench.plugins.module_utils._lease import Lease, open_regular, renew
 from ansible_collections.specdec.bench.plugins.module_utils._step import run_step, validate
 
 # The names of the bench_stage role's tasks each step replaces: a failure's evidence.task, as the role recorded it.
@@ -79,37 +80,11 @@ class StageStop(Exception):
         self.trace = trace
 
 
-class Lease:
-    """The controller's lease on the stage: the lease file's mtime, renewed by each poll of the controller.
-
-    Older than timeout seconds: nobody polls the stage any more (the campaign was interrupted), so it stops. A missing
-    file is as old as the module's start (fresh at the start). Off without a file or with timeout 0."""
-
-    def __init__(self, path, timeout, start):
-        self.path = path
-        self.timeout = timeout
-        self.start = start
-
-    def age(self):
-        try:
-            mtime = os.stat(self.path).st_mtime
-        except OSError:
-            mtime = self.start
-        return time.time() - mtime
-
-    def expired(self):
-        """Why the stage must stop, or None."""
-        if not self.path or self.timeout <= 0:
-            return None
-        age = self.age()
-        if age > self.timeout:
-            return 'no controller polled this stage for %d s (the campaign was interrupted): stopped' % age
-        return None
-
-    def check(self, task):
-        reason = self.expired()
-        if reason:
-            raise StageStop(task, reason)
+def check_lease(lease, task):
+    """End the stage as failed at task when its lease ran out."""
+    reason = lease.expired()
+    if reason:
+        raise StageStop(task, reason)
 
 
 class LeaseWatch:
@@ -160,11 +135,15 @@ def make_parent(path):
 def hold_stage_lock(path, wait_s, clock=time.monotonic, sleep=time.sleep):
     """An open file holding the stage's flock at path, or None when it cannot be opened (a stage folder that is missing:
     the attempt step then fails and says so). Waits up to wait_s for an earlier run of the stage that still holds it
-    (one that stops itself at its lease's end); raises RuntimeError naming its pid when it is still there."""
+    (one that stops itself at its lease's end); raises RuntimeError naming its pid when it is still there. The file is
+    opened without following a symbolic link: a link at its path is refused, naming it, and its target never written."""
     try:
-        handle = open(path, 'a+', encoding='utf-8')  # pylint: disable=consider-using-with  # held until the stage ends
-    except OSError:
+        fd = open_regular(path, os.O_RDWR | os.O_CREAT, 0o640)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.EINVAL):
+            raise RuntimeError('%s is a symbolic link or not a regular file; refused (remove it)' % path)
         return None
+    handle = os.fdopen(fd, 'r+', encoding='utf-8')
     deadline = clock() + wait_s
     while True:
         try:
@@ -182,6 +161,13 @@ def hold_stage_lock(path, wait_s, clock=time.monotonic, sleep=time.sleep):
     handle.write('%d\n' % os.getpid())
     handle.flush()
     return handle
+
+
+def lock_wait_s(lease_timeout, stop_timeout):
+    """How long a run of a stage waits for an earlier run that still holds the stage's lock: that run stops itself
+    within its lease (checked every WATCH_S), then stops its server (up to stop_timeout) and records; 30 s for the
+    record. Without a lease, only the stop and the record."""
+    return (lease_timeout + WATCH_S if lease_timeout else 0) + stop_timeout + 30
 
 
 class Progress:
@@ -296,7 +282,7 @@ def harness_runs(module, p, runs, lease, progress, out):
     failed, with the first failure's message, or at once when the lease ran out (the server was stopped)."""
     failures = []
     for args in runs:
-        lease.check(TASK_RUNS)
+        check_lease(lease, TASK_RUNS)
         label = run_label(args)
         progress.write(current=label)
         trace = None
@@ -339,44 +325,45 @@ def run(module):
     try:
         # an earlier run of this stage stops itself within its lease: wait that long for it, no longer
         lock = hold_stage_lock(p['lease_file'] + '.lock' if p['lease_file'] else os.path.join(p['dir'], LOCK_FILE),
-                               p['lease_timeout'] + 30 if p['lease_timeout'] else 30)
+                               lock_wait_s(p['lease_timeout'], p['stop_timeout']))
     except RuntimeError as exc:
         module.fail_json(msg='%s: %s; nothing was started or written' % (p['status']['stage'], exc), status=None,
                          progress_file=progress_file)
     start = time.time()
     started = utc_stamp(start)
+    if p['lease_file'] and os.path.islink(p['lease_file']):
+        if lock is not None:
+            lock.close()
+        module.fail_json(msg='%s: the lease file %s is a symbolic link; refused (remove it); nothing was started or written'
+                         % (p['status']['stage'], p['lease_file']), status=None, progress_file=progress_file)
     if p['lease_file']:
-        # this run's lease starts now: a lease file an earlier run of the stage left is not this controller's
-        try:
-            with open(p['lease_file'], 'a', encoding='utf-8'):
-                pass
-            os.utime(p['lease_file'], (start, start))
-        except OSError:
-            pass  # as a missing lease file: as old as the start
+        # this run's lease starts now, on this process's monotonic clock: a lease file an earlier run left is not this
+        # controller's; the touch only shows when it began
+        renew(p['lease_file'])
     base = dict(p['status'])
-    lease = Lease(p['lease_file'], p['lease_timeout'], start)
+    lease = Lease(p['lease_file'], p['lease_timeout'])
     progress = Progress(module, progress_file, mode, base['stage'], len(runs), round(start, 3))
     out = {'attempt': None, 'ready': None, 'runs': []}
     task = TASK_ATTEMPT
     try:
-        lease.check(task)
+        check_lease(lease, task)
         out['attempt'] = step(module, _step_attempt.ARGUMENT_SPEC, {'dir': p['dir'], 'keep': p['keep']}, _step_attempt.run, task)
         progress.write()
 
         task = TASK_START
-        lease.check(task)
+        check_lease(lease, task)
         step(module, _step_service.ARGUMENT_SPEC, {'name': p['unit'], 'backend': p['backend'], 'state': 'started',
                                                    'state_dir': p['state_dir']}, _step_service.run, task)
         progress.write(phase='loading')
 
         task = TASK_READY
-        lease.check(task)
+        check_lease(lease, task)
         last = [time.monotonic()]
 
         def tick():
             if time.monotonic() - last[0] >= TICK_S:
                 last[0] = time.monotonic()
-                lease.check(TASK_READY)
+                check_lease(lease, TASK_READY)
                 progress.write()
 
         out['ready'] = step(module, _step_ready.ARGUMENT_SPEC, {

@@ -113,6 +113,8 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.specdec.bench.plugins.module_utils._lease import renew
+
 # how often a long poll looks at the files
 TICK_S = 0.02
 
@@ -124,16 +126,6 @@ def read_json(path):
             return json.load(handle)
     except (OSError, ValueError):
         return None
-
-
-def renew(path):
-    """Touch the lease file (created when missing); a stage folder that is gone is not an error here."""
-    try:
-        with open(path, 'a', encoding='utf-8'):
-            pass
-        os.utime(path, None)
-    except OSError:
-        pass
 
 
 def _mtime(path):

@@ -46,6 +46,11 @@ options:
     description: Seconds after which a job whose results file never appeared is given up as not started.
     type: float
     default: 60.0
+  keeper:
+    description:
+      - The wave's lease keeper (RV(specdec.bench.stage_lease#module:keeper) of M(specdec.bench.stage_lease) with
+        C(state=kept)), released when the wait ends, however it ends.
+    type: dict
 extends_documentation_fragment:
   - specdec.bench.attributes
 attributes:
@@ -57,6 +62,7 @@ attributes:
 seealso:
   - module: specdec.bench.stage_run
   - module: specdec.bench.stage_progress
+  - module: specdec.bench.stage_lease
 """
 
 EXAMPLES = r"""
@@ -112,4 +118,9 @@ waited_s:
   description: Seconds waited.
   returned: always
   type: float
+lease_keeper:
+  description: What the released keeper did (renewals, failures, the longest gap in seconds between two renewals, why
+    it stopped); null without O(keeper).
+  returned: always
+  type: dict
 """

@@ -209,6 +209,37 @@ def test_a_lease_gone_stale_while_the_server_loads_stops_the_stage(run_module, s
     assert stage.read('progress.json')['phase'] == 'done' and 'loading' in stage.phases
 
 
+def test_a_lease_stamped_ahead_of_the_clock_still_runs_out(run_module, stage, monkeypatch):
+    """The host's clock stepped back after the last renewal (the lease file's mtime is a day ahead): a lease that
+    compared mtime with the wall clock never ran out; on the stage's monotonic clock it does."""
+    stage.define(load_seconds='60')
+    monkeypatch.setattr(_stage_run, 'TICK_S', 0.05)
+    lease = stage.tmp / 'lease'
+    lease.write_text('')
+    ahead = time.time() + 86400
+    os.utime(str(lease), (ahead, ahead))
+    before = time.monotonic()
+    result = run_module(stage_run, stage.args([stage.run(1)], lease_file=str(lease), lease_timeout=1.0))
+    assert result['exit_code'] == 0 and time.monotonic() - before < 20
+    status = stage.read('status.json')
+    assert status['status'] == 'failed' and LEASE_REASON.match(status['reason']), status['reason']
+    assert stage.state()['state'] != 'running'
+
+
+def test_a_lease_file_that_is_a_link_is_refused_before_anything_starts(run_module, stage, tmp_path):
+    stage.define()
+    target = tmp_path / 'elsewhere'
+    target.write_text('x')
+    os.utime(str(target), (1, 1))
+    lease = stage.tmp / 'stages' / 'x.lease'
+    lease.parent.mkdir()
+    lease.symlink_to(target)
+    result = run_module(stage_run, stage.args([stage.run(1)], lease_file=str(lease), lease_timeout=30))
+    assert result['exit_code'] == 1 and 'is a symbolic link; refused' in result['msg']
+    assert os.stat(str(target)).st_mtime == 1 and stage.state()['state'] != 'running'
+    assert not (stage.dir / 'status.json').exists()
+
+
 def test_a_lease_gone_stale_while_a_run_measures_stops_the_server_at_once(run_module, stage, monkeypatch):
     """The controller went away in the middle of a long harness run: the stage does not measure on for nobody."""
     stage.define(time_scale='1')
