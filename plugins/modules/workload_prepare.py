@@ -30,6 +30,12 @@ description:
     with C(turns=first).
   - A C(random) entry needs no file and no template and is passed through.
   - A real set asked of a model folder without a chat template is refused before anything on the host changes.
+  - What the host and the network send is bounded. A chat template file larger than 8 MiB (C(MAX_TEMPLATE_BYTES) of
+    C(plugin_utils/chat_template.py)), or JSON nested more than 100 levels deep in C(tokenizer_config.json) or in a
+    dataset line, is refused, naming the file (and the line). All prompts of a set are rendered in one child process,
+    killed past 120 seconds and ended past 60 seconds of CPU or 1 GiB more memory; any failure of the template there
+    (those bounds, C(OverflowError), C(TypeError), C(RecursionError), any other exception) refuses the set, naming
+    the record and the template's file. A download must finish within 300 seconds, however slowly the server sends.
 author:
   - specdec.bench developers (!UNKNOWN)
 options:

@@ -19,11 +19,23 @@ transformers 5.19's ``PreTrainedTokenizerBase.apply_chat_template(tokenize=False
   ``ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)`` with the ``loopcontrols`` extension and
   the ``{% generation %}`` tag (rendered as its body), a ``tojson`` filter that is plain ``json.dumps`` (no HTML
   escaping, ``ensure_ascii=False``), and the globals ``raise_exception`` and ``strftime_now``.
+
+What differs, because the template comes from a GPU host and runs on the controller:
+
+- a file is read only up to MAX_TEMPLATE_BYTES (8 MiB; Gemma 3's tokenizer_config.json, which lists every added
+  token, is 1.2 MB) and tokenizer_config.json is refused past MAX_JSON_DEPTH levels of nesting (datasets.py);
+- the template is compiled and rendered in a child process (bounded_child.py), never in the controller's own: all
+  conversations of a batch (a prompt set) in one child, which is killed past RENDER_TIMEOUT seconds (120) and ends
+  past RENDER_CPU_SECONDS of CPU (60) or RENDER_MEMORY_BYTES more memory (1 GiB). Jinja's sandbox bounds range() but
+  not a loop's work, a power's size nor a string's repetition, and its compiler folds constant expressions
+  (``{{ (10 ** 100000000) % 7 }}``) before anything renders;
+- every failure is one ChatTemplateError: the template's own refusal (a TemplateError, raise_exception) as
+  transformers raises it, anything else it raises (OverflowError, TypeError, RecursionError, ...) and every bound it
+  passes, each saying which.
 """
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 from datetime import datetime
@@ -33,15 +45,32 @@ import jinja2.ext
 import jinja2.nodes
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
+from ansible_collections.specdec.bench.plugins.plugin_utils import bounded_child
+from ansible_collections.specdec.bench.plugins.plugin_utils.datasets import JSONDepthError, load_json
+
 TEMPLATE_FILE = 'chat_template.jinja'
 TEMPLATES_DIR = 'additional_chat_templates'
 CONFIG_FILE = 'tokenizer_config.json'
 # PreTrainedTokenizerBase.SPECIAL_TOKENS_ATTRIBUTES: what special_tokens_map passes to the template
 SPECIAL_TOKEN_KEYS = ('bos_token', 'eos_token', 'unk_token', 'sep_token', 'pad_token', 'cls_token', 'mask_token')
 
+# the bounds on what a host's model folder holds and on rendering it (see the module docstring)
+MAX_TEMPLATE_BYTES = 8 << 20
+RENDER_TIMEOUT = 120
+RENDER_CPU_SECONDS = 60
+RENDER_MEMORY_BYTES = 1 << 30
+
 
 class ChatTemplateError(ValueError):
-    """A model folder without a usable chat template, or a template that refuses the conversation."""
+    """A model folder without a usable chat template, or a template that refuses or fails the conversation.
+
+    ``index``: the position, in the batch render_many() rendered, of the conversation that failed; None when none
+    did (the template does not compile, or rendering passed a bound).
+    """
+
+    def __init__(self, message, index=None):
+        super().__init__(message)
+        self.index = index
 
 
 class _Generation(jinja2.ext.Extension):
@@ -72,10 +101,10 @@ def _strftime_now(fmt):
     return datetime.now().strftime(fmt)
 
 
-@functools.lru_cache(maxsize=16)
 def compile_template(source):
-    """The jinja2 template transformers makes of ``source``, with its environment's options, filter and globals
-    (compiled once per template, as transformers caches it too)."""
+    """The jinja2 template transformers makes of ``source``, with its environment's options, filter and globals.
+
+    Compiling runs the template's constant expressions: only a bounded child (render_many) calls it."""
     env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True,
                                         extensions=[_Generation, jinja2.ext.loopcontrols])
     env.filters['tojson'] = _tojson
@@ -127,8 +156,16 @@ def special_tokens(config):
 
 
 def _read_text(path):
-    with open(path, encoding='utf-8') as handle:
-        return handle.read()
+    """A model folder's file, refused past MAX_TEMPLATE_BYTES."""
+    with open(path, 'rb') as handle:
+        data = handle.read(MAX_TEMPLATE_BYTES + 1)
+    if len(data) > MAX_TEMPLATE_BYTES:
+        raise ChatTemplateError('%s is larger than %d bytes, the most a chat template file may have'
+                                % (path, MAX_TEMPLATE_BYTES))
+    try:
+        return data.decode('utf-8')
+    except UnicodeDecodeError as exc:
+        raise ChatTemplateError('%s is not UTF-8 (byte %d)' % (path, exc.start + 1)) from exc
 
 
 def load_model_template(model_dir):
@@ -138,8 +175,11 @@ def load_model_template(model_dir):
     config_path = os.path.join(model_dir, CONFIG_FILE)
     config = {}
     if os.path.isfile(config_path):
+        text = _read_text(config_path)
         try:
-            config = json.loads(_read_text(config_path))
+            config = load_json(text)
+        except JSONDepthError as exc:
+            raise ChatTemplateError('%s is %s' % (config_path, exc)) from exc
         except ValueError as exc:
             raise ChatTemplateError('%s is not valid JSON: %s' % (config_path, exc)) from exc
         if not isinstance(config, dict):
@@ -163,19 +203,79 @@ def load_model_template(model_dir):
     return templates, special_tokens(config)
 
 
-def render(template, messages, tokens=None, chat_template_kwargs=None, add_generation_prompt=True, tools=None,
-           documents=None):
-    """The prompt text of one conversation: ``template`` (a template string) rendered with the special tokens,
-    then ``chat_template_kwargs`` over them, as apply_chat_template(tokenize=False) renders it."""
-    if not messages:
-        raise ChatTemplateError('Cannot apply chat template to an empty conversation. Provide at least one message.')
+def _render_batch(template, conversations, variables):
+    """In the child: the JSON of {"texts": [...]} or {"error": {"index", "message"}} (index null: compiling)."""
+    try:
+        compiled = compile_template(template)
+    except MemoryError:
+        raise
+    except Exception as exc:  # pylint: disable=broad-except
+        return _result(error={'index': None, 'message': 'the chat template does not compile: %s' % _what(exc)})
+    texts = []
+    for index, conversation in enumerate(conversations):
+        try:
+            text = compiled.render(messages=conversation['messages'], tools=conversation.get('tools'),
+                                   documents=conversation.get('documents'),
+                                   add_generation_prompt=conversation.get('add_generation_prompt', True), **variables)
+            text.encode('utf-8')
+        except MemoryError:
+            raise
+        except jinja2.exceptions.TemplateError as exc:
+            return _result(error={'index': index, 'message': 'the chat template refused the conversation: %s' % exc})
+        except Exception as exc:  # pylint: disable=broad-except
+            return _result(error={'index': index, 'message': 'the chat template failed: %s' % _what(exc)})
+        texts.append(text)
+    return _result(texts=texts)
+
+
+def _what(exc):
+    return '%s: %s' % (type(exc).__name__, exc) if str(exc) else type(exc).__name__
+
+
+def _result(**result):
+    return json.dumps(result, ensure_ascii=False).encode('utf-8')
+
+
+def render_many(template, conversations, tokens=None, chat_template_kwargs=None, timeout=None, cpu_seconds=None,
+                memory_bytes=None):
+    """The prompt text of each conversation, a dict {messages, add_generation_prompt (default true), tools,
+    documents}, as render() makes it, all compiled and rendered in one bounded child process.
+
+    The bounds default to RENDER_TIMEOUT, RENDER_CPU_SECONDS and RENDER_MEMORY_BYTES. ChatTemplateError on the first
+    conversation that fails (its ``index`` says which) or when the batch passes a bound (index None).
+    """
+    timeout = RENDER_TIMEOUT if timeout is None else timeout
+    cpu_seconds = RENDER_CPU_SECONDS if cpu_seconds is None else cpu_seconds
+    memory_bytes = RENDER_MEMORY_BYTES if memory_bytes is None else memory_bytes
+    for index, conversation in enumerate(conversations):
+        if not conversation['messages']:
+            raise ChatTemplateError('Cannot apply chat template to an empty conversation. Provide at least one '
+                                    'message.', index)
+    if not conversations:
+        return []
     variables = dict(tokens or {})
     variables.update(chat_template_kwargs or {})
     try:
-        return compile_template(template).render(messages=messages, tools=tools, documents=documents,
-                                                 add_generation_prompt=add_generation_prompt, **variables)
-    except jinja2.exceptions.TemplateError as exc:
-        raise ChatTemplateError('the chat template refused the conversation: %s' % exc) from exc
+        data = bounded_child.run(lambda: _render_batch(template, conversations, variables), timeout,
+                                 cpu_seconds=cpu_seconds, memory_bytes=memory_bytes, max_bytes=memory_bytes)
+    except bounded_child.ChildError as exc:
+        raise ChatTemplateError('rendering with the chat template %s%s (the bounds of one batch of prompts: %g s, %g s '
+                                'of CPU, %d MiB of memory)' % ('failed: ' if exc.reason == 'exception' else '', exc,
+                                                               timeout, cpu_seconds, memory_bytes >> 20)) from None
+    result = json.loads(data.decode('utf-8'))
+    if 'error' in result:
+        raise ChatTemplateError(result['error']['message'], result['error']['index'])
+    return result['texts']
+
+
+def render(template, messages, tokens=None, chat_template_kwargs=None, add_generation_prompt=True, tools=None,
+           documents=None):
+    """The prompt text of one conversation: ``template`` (a template string) rendered with the special tokens,
+    then ``chat_template_kwargs`` over them, as apply_chat_template(tokenize=False) renders it (in a bounded child:
+    render_many() a batch instead of calling this for each)."""
+    conversation = {'messages': messages, 'add_generation_prompt': add_generation_prompt, 'tools': tools,
+                    'documents': documents}
+    return render_many(template, [conversation], tokens, chat_template_kwargs)[0]
 
 
 def render_for_model(model_dir, messages, chat_template_kwargs=None, add_generation_prompt=True, tools=None):

@@ -10,6 +10,7 @@ API (all raise DatasetError):
   prepare() each; prepare(entry, ...) -> prepared: one checked entry fetched (or read) and normalized into the cache.
 - normalize(data, label, fmt=None, ...) -> {data, sha256, format, count, categories, available}: pure, bytes in.
 - parse(), detect_format(), load_sources(), fetch_source(), download(), cache_dir(): the steps, for tools and tests.
+- load_json(text) -> value: json.loads refusing nesting deeper than MAX_JSON_DEPTH (JSONDepthError, a ValueError).
 
 Entries (the campaign spec's `workload.datasets`, a list; validate_datasets() checks them all, touching nothing):
 - a built-in name: one of dataset_sources.yml beside this file (mt-bench, gsm8k, humaneval, mbpp, math500,
@@ -41,11 +42,13 @@ Formats (FORMATS, detected per file from the first record; every record must agr
   gsm8k          {"question", "answer"}: dflash's "... Please reason step by step ..." suffix
   math500        {"problem"}: the same suffix
   mbpp           {"text", "test_list"}: the description alone, as dflash sends it
-A malformed file is refused with its name, the 1-based line number and what is wrong: bad JSON, not an object, no
-known format, a missing field, a wrong type, an empty turn, a format other than line 1's, a repeated id, no records.
+A malformed file is refused with its name, the 1-based line number and what is wrong: bad JSON, JSON nested deeper
+than MAX_JSON_DEPTH (100) levels, not an object, no known format, a missing field, a wrong type, an empty turn, a format
+other than line 1's, a repeated id, no records.
 
 Cache (cache_dir(): argument, else $SPECDEC_DATASET_CACHE, else ~/.cache/specdec/datasets):
-  <cache>/<name>/<upstream file name>           as downloaded (urllib, TIMEOUT, MAX_DOWNLOAD_BYTES), atomic
+  <cache>/<name>/<upstream file name>           as downloaded (urllib, TIMEOUT, DOWNLOAD_DEADLINE, MAX_DOWNLOAD_BYTES),
+                                                atomic
   <cache>/<name>/<upstream file name>.sha256    for a source with sha256: null, the sha256 recorded on first use
   <cache>/normalized/<sha256>.jsonl             every normalized file prepare() made, named by its sha256
 A cached file whose sha256 matches is used without any network, so a pre-filled cache folder works offline (copy it
@@ -53,6 +56,9 @@ from a connected machine). A download whose sha256 differs from the table's (or 
 is refused, naming the expected and the found sha256, and the cache keeps what it had. url_base (argument, else
 $SPECDEC_DATASET_MIRROR) fetches <url_base>/<name>/<upstream file name> instead of the table's URL (a mirror laid out
 as the cache is; the sha256 pins still apply): tests serve fixture files from 127.0.0.1 this way.
+A download is bounded three ways: TIMEOUT (60 s) for each wait for bytes, DOWNLOAD_DEADLINE (300 s) for all of it,
+from connecting to the last byte (so a server that trickles bytes, in its headers or its body, cannot hold it: it runs
+in a child process that is killed then, bounded_child.py), and MAX_DOWNLOAD_BYTES (64 MiB) for its size.
 
 prepare(entry) returns what a stage's results must record: name, kind (builtin | file | random), source (URL or
 absolute path), source_sha256, pinned (table | first-use | recorded | none for a local file), format, count,
@@ -76,6 +82,7 @@ import yaml
 from ansible.module_utils.urls import ConnectionError, open_url  # pylint: disable=redefined-builtin
 
 from ansible_collections.specdec.bench.plugins.module_utils._common import atomic_write, file_sha256, is_id
+from ansible_collections.specdec.bench.plugins.plugin_utils import bounded_child
 
 SOURCES_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'dataset_sources.yml')
 CACHE_ENV = 'SPECDEC_DATASET_CACHE'
@@ -94,7 +101,11 @@ SOURCE_KEYS = ('description', 'url', 'sha256', 'records', 'format', 'category', 
                'num_prompts', 'license', 'reference')
 
 TIMEOUT = 60
+DOWNLOAD_DEADLINE = 300
 MAX_DOWNLOAD_BYTES = 64 << 20
+# JSON from a file, a server or a host nested deeper than this is refused (a record or a tokenizer config has a few
+# levels; Python's parser raises RecursionError near 1000)
+MAX_JSON_DEPTH = 100
 # a .gz is refused when it unpacks to more than this (the largest built-in set is under 1 MiB unpacked)
 MAX_UNPACKED_BYTES = 256 << 20
 
@@ -112,8 +123,32 @@ class DatasetError(ValueError):
     """A dataset entry, source table or file that is not as documented; the message names the field or the line."""
 
 
+class JSONDepthError(ValueError):
+    """JSON nested deeper than the depth allowed."""
+
+
 class _Bad(Exception):
     """What is wrong with one record; _parse adds the file name and line number."""
+
+
+def load_json(text, max_depth=MAX_JSON_DEPTH):
+    """json.loads(text), refusing a value nested deeper than max_depth (JSONDepthError; json's own ValueError for
+    bad JSON), which the parser, or later a repr of it, would otherwise meet as a RecursionError."""
+    opening = text.count('[') + text.count('{') if isinstance(text, str) else text.count(b'[') + text.count(b'{')
+    try:
+        value = json.loads(text)
+    except RecursionError:
+        raise JSONDepthError('JSON nested more than %d levels deep' % max_depth) from None
+    if opening > max_depth:
+        # only a text with more brackets than max_depth can be nested deeper (brackets in strings count too)
+        level = [(value, 1)]
+        while level:
+            item, depth = level.pop()
+            if isinstance(item, (dict, list)):
+                if depth > max_depth:
+                    raise JSONDepthError('JSON nested more than %d levels deep' % max_depth)
+                level.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
+    return value
 
 
 def _kind(value):
@@ -273,9 +308,11 @@ def parse(data, label, fmt=None, category=None):
         if not raw.strip():
             continue
         try:
-            record = json.loads(raw.decode('utf-8'))
+            record = load_json(raw.decode('utf-8'))
         except UnicodeDecodeError as exc:
             raise DatasetError('%s: line %d: not UTF-8 (byte %d)' % (label, number, exc.start + 1))
+        except JSONDepthError as exc:
+            raise DatasetError('%s: line %d: %s' % (label, number, exc))
         except ValueError as exc:
             raise DatasetError('%s: line %d: not JSON: %s' % (label, number, exc))
         try:
@@ -497,10 +534,8 @@ def cache_dir(path=None):
     return os.path.abspath(os.path.expanduser(path or os.environ.get(CACHE_ENV) or DEFAULT_CACHE))
 
 
-def download(url, timeout=TIMEOUT, max_bytes=MAX_DOWNLOAD_BYTES):
-    """The bytes at an http(s) URL; DatasetError on any failure or past max_bytes."""
-    if urllib.parse.urlsplit(url).scheme not in ('http', 'https'):
-        raise DatasetError('cannot download %s: allowed: http or https URLs' % url)
+def _download(url, timeout, max_bytes):
+    """In download()'s child: the bytes at url, read as they come; DatasetError past max_bytes."""
     chunks, size = [], 0
     try:
         with open_url(url, timeout=timeout, http_agent='specdec.bench-datasets', follow_redirects='safe') as response:
@@ -519,10 +554,27 @@ def download(url, timeout=TIMEOUT, max_bytes=MAX_DOWNLOAD_BYTES):
     return b''.join(chunks)
 
 
+def download(url, timeout=TIMEOUT, max_bytes=MAX_DOWNLOAD_BYTES, deadline=None):
+    """The bytes at an http(s) URL; DatasetError on any failure, past max_bytes, or when it is not all there within
+    deadline seconds (default DOWNLOAD_DEADLINE; in a child process, killed then: timeout bounds each wait only)."""
+    deadline = DOWNLOAD_DEADLINE if deadline is None else deadline
+    if urllib.parse.urlsplit(url).scheme not in ('http', 'https'):
+        raise DatasetError('cannot download %s: allowed: http or https URLs' % url)
+    try:
+        return bounded_child.run(lambda: _download(url, timeout, max_bytes), deadline, max_bytes=max_bytes)
+    except bounded_child.ChildError as exc:
+        if exc.reason == 'deadline':
+            raise DatasetError('cannot download %s: not done within its deadline of %g s (a download may take at most '
+                               'that long, however slowly the server sends)' % (url, deadline))
+        if exc.kind == 'DatasetError':
+            raise DatasetError(exc.detail)
+        raise DatasetError('cannot download %s: %s' % (url, exc))
+
+
 def _read_record(path):
     try:
         with open(path, encoding='utf-8') as handle:
-            record = json.load(handle)
+            record = load_json(handle.read())
     except FileNotFoundError:
         return None
     except (OSError, ValueError) as exc:
@@ -532,7 +584,7 @@ def _read_record(path):
     return record
 
 
-def fetch_source(source, cache=None, url_base=None, timeout=TIMEOUT, max_bytes=MAX_DOWNLOAD_BYTES):
+def fetch_source(source, cache=None, url_base=None, timeout=TIMEOUT, max_bytes=MAX_DOWNLOAD_BYTES, deadline=None):
     """A built-in set's upstream bytes, from the cache or downloaded once into it, checked against its sha256.
 
     Returns {data, sha256, url, pinned (table | first-use | recorded), path, notes}; see the module docstring.
@@ -564,7 +616,7 @@ def fetch_source(source, cache=None, url_base=None, timeout=TIMEOUT, max_bytes=M
             notes.append('%s: the cached %s has sha256 %s, expected %s; downloading it again' % (name, path, found, expected))
     if data is None:
         try:
-            data = download(fetch_url, timeout, max_bytes)
+            data = download(fetch_url, timeout, max_bytes, deadline)
         except DatasetError as exc:
             raise DatasetError('%s: %s (offline: put the file, sha256 %s, at %s)' % (name, exc, expected or 'any', path))
         found = hashlib.sha256(data).hexdigest()
@@ -583,7 +635,7 @@ def fetch_source(source, cache=None, url_base=None, timeout=TIMEOUT, max_bytes=M
 
 
 def prepare(entry, cache=None, url_base=None, sources=None, base_dir=None, timeout=TIMEOUT,
-            max_bytes=MAX_DOWNLOAD_BYTES):
+            max_bytes=MAX_DOWNLOAD_BYTES, deadline=None):
     """One validated entry (validate_datasets' output) made into its normalized JSONL in the cache; see the docstring.
 
     base_dir: where a relative `file` is (the campaign file's folder); default the current directory.
@@ -594,7 +646,7 @@ def prepare(entry, cache=None, url_base=None, sources=None, base_dir=None, timeo
     if entry['kind'] == 'builtin':
         sources = load_sources() if sources is None else sources
         source = sources[entry['name']]
-        fetched = fetch_source(source, cache, url_base, timeout, max_bytes)
+        fetched = fetch_source(source, cache, url_base, timeout, max_bytes, deadline)
         data, label, notes = fetched['data'], '%s (%s)' % (entry['name'], fetched['url']), fetched['notes']
         result.update(source=fetched['url'], source_sha256=fetched['sha256'], pinned=fetched['pinned'])
     else:

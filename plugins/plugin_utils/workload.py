@@ -11,6 +11,11 @@ API (all raise WorkloadError):
   texts of chat_template.jinja and tokenizer_config.json as read from the model folder.
 - segments(turns, template, tokens, kwargs) -> [str]: one conversation's segments, checked (see below).
 
+What comes from the host is bounded: chat_template.jinja and tokenizer_config.json past chat_template.MAX_TEMPLATE_BYTES
+(8 MiB) or nested past datasets.MAX_JSON_DEPTH are refused, naming the file; all prompts of a set are rendered in one
+child process within chat_template's bounds (RENDER_TIMEOUT 120 s, RENDER_CPU_SECONDS 60, RENDER_MEMORY_BYTES 1 GiB),
+and any failure there is a WorkloadError naming the set, the record when one failed, and the template's file.
+
 Host prompts file (one JSON object per line, keys sorted, compact, UTF-8; named by its sha256 in
 <cache>/prompts/): {"id", "category", "segments": [str, ...], "turns": [str, ...]}. For turn i the harness sends
 segments[0] + answer_0 + segments[1] + ... + answer_{i-1} + segments[i]. segments[0] is the first turn rendered alone
@@ -58,10 +63,17 @@ def model_template(files, model_path=None):
     """
     files = files or {}
     where = model_path or 'the model folder'
+    for name, text in sorted(files.items()):
+        size = len(text.encode('utf-8', 'surrogatepass')) if isinstance(text, str) else 0
+        if size > chat_template.MAX_TEMPLATE_BYTES:
+            raise WorkloadError('%s/%s is %d bytes; allowed: at most %d (chat_template.MAX_TEMPLATE_BYTES)'
+                                % (where, name, size, chat_template.MAX_TEMPLATE_BYTES))
     config = {}
     if files.get(CONFIG_FILE) is not None:
         try:
-            config = json.loads(files[CONFIG_FILE])
+            config = datasets.load_json(files[CONFIG_FILE])
+        except datasets.JSONDepthError as exc:
+            raise WorkloadError('%s/%s is %s' % (where, CONFIG_FILE, exc)) from exc
         except ValueError as exc:
             raise WorkloadError('%s/%s is not valid JSON: %s' % (where, CONFIG_FILE, exc)) from exc
         if not isinstance(config, dict):
@@ -85,22 +97,29 @@ def model_template(files, model_path=None):
     return template, chat_template.special_tokens(config), origin
 
 
-def _render(template, messages, tokens, kwargs):
-    return chat_template.render(template, messages, tokens, kwargs, add_generation_prompt=True)
-
-
-def _conversation(turns, answers):
+def _conversation(turns, answers, add_generation_prompt=True):
     messages = []
     for i, turn in enumerate(turns):
         if i:
             messages.append({'role': 'assistant', 'content': answers[i - 1]})
         messages.append({'role': 'user', 'content': turn})
-    return messages
+    return {'messages': messages, 'add_generation_prompt': add_generation_prompt}
 
 
 def _first_difference(left, right):
     at = next((i for i, (a, b) in enumerate(zip(left, right)) if a != b), min(len(left), len(right)))
     return at, left[max(0, at - 30):at + 40], right[max(0, at - 30):at + 40]
+
+
+def _kept_conversations(turn):
+    """What kept_prompt() renders: the turn with the generation prompt, then turn, answer, turn without it."""
+    return [_conversation([turn], []), _conversation([turn, turn], [SAMPLE_ANSWER], add_generation_prompt=False)]
+
+
+def _kept(prompt, history):
+    common = next((i for i, (a, b) in enumerate(zip(prompt, history)) if a != b), min(len(prompt), len(history)))
+    kept = prompt[common:]
+    return kept if history[common:].startswith(SAMPLE_ANSWER) else ''
 
 
 def kept_prompt(template, tokens=None, kwargs=None, turn='Hello'):
@@ -110,34 +129,45 @@ def kept_prompt(template, tokens=None, kwargs=None, turn='Hello'):
     turn (an answer before the last user turn is history): what the former has after their common prefix when the
     latter goes on with the answer there (Qwen3 with enable_thinking=false: its empty think block).
     """
-    prompt = _render(template, _conversation([turn], []), tokens, kwargs)
-    history = chat_template.render(template, _conversation([turn, turn], [SAMPLE_ANSWER]), tokens, kwargs,
-                                   add_generation_prompt=False)
-    common = next((i for i, (a, b) in enumerate(zip(prompt, history)) if a != b), min(len(prompt), len(history)))
-    kept = prompt[common:]
-    return kept if history[common:].startswith(SAMPLE_ANSWER) else ''
+    return _kept(*chat_template.render_many(template, _kept_conversations(turn), tokens, kwargs))
 
 
-def segments(turns, template, tokens=None, kwargs=None, origin='the chat template'):
-    """The segments of one conversation's user turns (see the module docstring), checked with a sample answer."""
-    result = [_render(template, _conversation(turns[:1], []), tokens, kwargs)]
-    if len(turns) == 1:
-        return result
-    # placeholders no turn contains, the same for the same turns (so the prompts file is reproducible)
+def _answers(turns):
+    """The placeholders (unique, none in a turn, the same for the same turns, so the prompts file is reproducible)
+    and the sample answers of a multi-turn conversation."""
     nonce = _sha256('\n'.join(turns))[:16]
     holders = ['SPECDECANSWER%d%s' % (i, nonce) for i in range(len(turns) - 1)]
-    for i in range(1, len(turns)):
-        text = _render(template, _conversation(turns[:i + 1], holders), tokens, kwargs)
-        holder = holders[i - 1]
+    sample = ['%s (%d)' % (SAMPLE_ANSWER, i + 1) for i in range(len(turns) - 1)]
+    return holders, sample
+
+
+def _conversations(turns):
+    """Every conversation segments() renders for one record's turns, in the order _segments() reads them: the first
+    turn; each later turn with placeholders as answers; kept_prompt()'s history; each later turn with sample answers."""
+    if len(turns) == 1:
+        return [_conversation(turns, [])]
+    holders, sample = _answers(turns)
+    return ([_conversation(turns[:1], [])] + [_conversation(turns[:i + 1], holders) for i in range(1, len(turns))]
+            + _kept_conversations(turns[0])[1:] + [_conversation(turns[:i + 1], sample) for i in range(1, len(turns))])
+
+
+def _segments(turns, texts, origin):
+    """One conversation's segments from the texts of its _conversations(), checked (see the module docstring)."""
+    result = [texts[0]]
+    if len(turns) == 1:
+        return result
+    count = len(turns)
+    holders, sample = _answers(turns)
+    for i in range(1, count):
+        text, holder = texts[i], holders[i - 1]
         if text.count(holder) != 1:
             raise WorkloadError('%s does not render an assistant answer as written (turn %d: the answer appears %d '
                                 'times in the prompt); multi-turn prompts cannot be built from it: set turns: first'
                                 % (origin, i + 1, text.count(holder)))
         result.append(text.split(holder, 1)[1])
-    sample = ['%s (%d)' % (SAMPLE_ANSWER, i + 1) for i in range(len(turns) - 1)]
-    kept = kept_prompt(template, tokens, kwargs, turns[0])
-    for i in range(1, len(turns)):
-        rendered = _render(template, _conversation(turns[:i + 1], sample), tokens, kwargs)
+    kept = _kept(texts[0], texts[count])
+    for i in range(1, count):
+        rendered = texts[count + i]
         joined = result[0] + ''.join(sample[j] + result[j + 1] for j in range(i))
         if kept and rendered != joined:
             # the earlier turns as the model saw them: the kept text before each earlier answer
@@ -153,24 +183,41 @@ def segments(turns, template, tokens=None, kwargs=None, origin='the chat templat
     return result
 
 
+def segments(turns, template, tokens=None, kwargs=None, origin='the chat template'):
+    """The segments of one conversation's user turns (see the module docstring), checked with a sample answer."""
+    return _segments(turns, chat_template.render_many(template, _conversations(turns), tokens, kwargs), origin)
+
+
 def prompts_file(normalized_path, template, tokens, kwargs, origin, label):
-    """The bytes of the host prompts file of a normalized JSONL; WorkloadError naming the record that failed."""
-    lines = []
+    """(the bytes of the host prompts file of a normalized JSONL, kept_prompt() of the template), every prompt
+    rendered in one bounded child; WorkloadError naming the record that failed, or the bound passed."""
+    records, conversations, spans = [], [], []
     with open(normalized_path, encoding='utf-8') as handle:
         for raw in handle:
-            if not raw.strip():
-                continue
-            record = json.loads(raw)
-            try:
-                parts = segments(record['turns'], template, tokens, kwargs, origin)
-            except chat_template.ChatTemplateError as exc:
-                raise WorkloadError('%s: record %s: %s (%s)' % (label, record['id'], exc, origin)) from exc
-            except WorkloadError as exc:
-                raise WorkloadError('%s: record %s: %s' % (label, record['id'], exc)) from exc
-            lines.append(json.dumps({'id': record['id'], 'category': record['category'], 'segments': parts,
-                                     'turns': record['turns']}, ensure_ascii=False, sort_keys=True,
-                                    separators=(',', ':')))
-    return ('\n'.join(lines) + '\n').encode('utf-8')
+            if raw.strip():
+                record = json.loads(raw)
+                records.append(record)
+                start = len(conversations)
+                conversations.extend(_conversations(record['turns']))
+                spans.append((start, len(conversations)))
+    conversations.extend(_kept_conversations('Hello'))
+    try:
+        texts = chat_template.render_many(template, conversations, tokens, kwargs)
+    except chat_template.ChatTemplateError as exc:
+        failed = next((record for record, (start, end) in zip(records, spans)
+                       if exc.index is not None and start <= exc.index < end), None)
+        if failed is None:
+            raise WorkloadError('%s: %s (%s)' % (label, exc, origin)) from exc
+        raise WorkloadError('%s: record %s: %s (%s)' % (label, failed['id'], exc, origin)) from exc
+    lines = []
+    for record, (start, end) in zip(records, spans):
+        try:
+            parts = _segments(record['turns'], texts[start:end], origin)
+        except WorkloadError as exc:
+            raise WorkloadError('%s: record %s: %s' % (label, record['id'], exc)) from exc
+        lines.append(json.dumps({'id': record['id'], 'category': record['category'], 'segments': parts,
+                                 'turns': record['turns']}, ensure_ascii=False, sort_keys=True, separators=(',', ':')))
+    return ('\n'.join(lines) + '\n').encode('utf-8'), _kept(*texts[-2:])
 
 
 def _turn_counts(data):
@@ -223,7 +270,7 @@ def prepare_workload(entries, files=None, chat_template_kwargs=None, cache=None,
             made = datasets.prepare(entry, cache=cache, url_base=url_base, base_dir=base_dir)
         except datasets.DatasetError as exc:
             raise WorkloadError(str(exc)) from exc
-        data = prompts_file(made['path'], template, tokens, kwargs, origin, entry['name'])
+        data, kept = prompts_file(made['path'], template, tokens, kwargs, origin, entry['name'])
         sha256 = hashlib.sha256(data).hexdigest()
         os.makedirs(folder, exist_ok=True)
         path = os.path.join(folder, sha256 + '.jsonl')
@@ -232,7 +279,6 @@ def prepare_workload(entries, files=None, chat_template_kwargs=None, cache=None,
         notes.append('%s: %d prompts (%s turns) templated with %s%s' % (
             entry['name'], made['count'], made['turns'], origin,
             ' and %s' % json.dumps(kwargs, sort_keys=True) if kwargs else ''))
-        kept = kept_prompt(template, tokens, kwargs)
         if kept and made['turns'] == 'all' and max(len(turns) for turns in _turn_counts(data)) > 1:
             notes.append('%s: the template leaves %s of its generation prompt out of earlier assistant turns; later '
                          'turns keep it there, as the model saw it (the chat endpoint would render them without it)'

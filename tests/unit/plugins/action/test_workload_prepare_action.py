@@ -65,3 +65,14 @@ def test_a_model_without_a_template_is_refused_for_a_real_set(tmp_path):
 def test_bad_arguments_are_refused(args, message):
     with pytest.raises(AnsibleActionFail, match=message):
         run(args)
+
+
+@pytest.mark.parametrize('files', [
+    {'chat_template.jinja': "{{ messages[0].content + 1 }}"},  # TypeError
+    {'chat_template.jinja': '{% for i in range(1000000) %}{% endfor %}'},  # OverflowError
+    {'tokenizer_config.json': '[' * 200000},  # RecursionError in json
+])
+def test_a_template_that_raises_is_a_clean_refusal_naming_the_file(tmp_path, files):
+    with pytest.raises(AnsibleActionFail, match=r'/models/q/(chat_template.jinja|tokenizer_config.json)'):
+        run({'datasets': [{'name': 'demo', 'file': os.path.join(PROMPTS, 'prompts', 'demo-mbpp.jsonl')}],
+             'chat_template': {'path': '/models/q', 'files': files}, 'cache': str(tmp_path)})

@@ -16,10 +16,12 @@ import os
 import shutil
 import subprocess
 import tempfile
+import time
 
 import pytest
+import yaml
 
-from ansible_collections.specdec.bench.plugins.plugin_utils import chat_template
+from ansible_collections.specdec.bench.plugins.plugin_utils import bounded_child, chat_template
 
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..', 'fixtures', 'chat-templates')
 QWEN3 = os.path.join(FIXTURES, 'qwen3')
@@ -176,3 +178,72 @@ def test_malformed_configs_and_empty_conversations_are_refused(tmp_path):
         chat_template.named_templates([{'template': 'x'}])
     with pytest.raises(chat_template.ChatTemplateError, match='empty conversation'):
         chat_template.render('x', [])
+
+
+# ---- a template from a host is bounded: every failure is one ChatTemplateError ----------------------------------
+
+NESTED_LOOPS = '{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}'
+
+
+@pytest.mark.parametrize(('template', 'bounds', 'message'), [
+    # jinja's compiler folds constant expressions: this hangs before anything renders
+    ('{{ (10 ** 100000000) % 7 }}', {'RENDER_CPU_SECONDS': 1}, r'used more than 1 s of CPU'),
+    (NESTED_LOOPS, {'RENDER_CPU_SECONDS': 1}, r'used more than 1 s of CPU'),
+    (NESTED_LOOPS, {'RENDER_TIMEOUT': 1}, r'took longer than 1 s'),
+    ("{{ ('x' * 1000000000) | length }}", {'RENDER_MEMORY_BYTES': 128 << 20}, r'needed more than 128 MiB of memory'),
+])
+def test_a_template_past_a_bound_is_refused_saying_which(monkeypatch, template, bounds, message):
+    monkeypatch.setattr(chat_template, 'RENDER_TIMEOUT', 20, raising=False)
+    monkeypatch.setattr(chat_template, 'RENDER_CPU_SECONDS', 20, raising=False)
+    for name, value in bounds.items():
+        monkeypatch.setattr(chat_template, name, value, raising=False)
+    started = time.monotonic()
+    with pytest.raises(chat_template.ChatTemplateError, match=r'^rendering with the chat template ' + message):
+        chat_template.render(template, [{'role': 'user', 'content': 'hi'}])
+    assert time.monotonic() - started < 10
+
+
+@pytest.mark.parametrize(('template', 'message'), [
+    ('{% for i in range(1000000) %}{% endfor %}', r'failed: OverflowError: Range too big'),
+    ("{{ 1 + 'a' }}", r'failed: TypeError: unsupported operand'),
+    ('{% macro f() %}{{ f() }}{% endmacro %}{{ f() }}', r'failed: RecursionError'),
+    ('{{ ' + '(' * 5000 + '1' + ')' * 5000 + ' }}', r'does not compile: RecursionError'),
+    ('{{ 2.0 ** 100000 }}', r'failed: OverflowError'),
+    ("{{ '\\ud800' }}", r'failed: UnicodeEncodeError'),
+    ('{% for %}', r'does not compile: TemplateSyntaxError'),
+])
+def test_a_template_that_raises_is_refused_not_a_crash(template, message):
+    with pytest.raises(chat_template.ChatTemplateError, match=r'^the chat template ' + message):
+        chat_template.render(template, [{'role': 'user', 'content': 'hi'}])
+
+
+def test_render_many_renders_a_batch_in_one_child_and_names_the_conversation_that_failed(monkeypatch):
+    children = []
+    run = bounded_child.run
+    monkeypatch.setattr(bounded_child, 'run', lambda *args, **kwargs: children.append(1) or run(*args, **kwargs))
+    template = "{% if messages[0].content == 'bad' %}{{ raise_exception('no bad') }}{% endif %}{{ messages[0].content }}"
+    batch = [{'messages': [{'role': 'user', 'content': str(i)}]} for i in range(300)]
+    assert chat_template.render_many(template, batch) == [str(i) for i in range(300)]
+    with pytest.raises(chat_template.ChatTemplateError, match='refused the conversation: no bad') as refused:
+        chat_template.render_many(template, batch[:7] + [{'messages': [{'role': 'user', 'content': 'bad'}]}])
+    assert refused.value.index == 7
+    assert len(children) == 2
+
+
+def test_an_oversized_or_deeply_nested_model_file_is_refused_naming_it(tmp_path, monkeypatch):
+    monkeypatch.setattr(chat_template, 'MAX_TEMPLATE_BYTES', 1000, raising=False)
+    (tmp_path / 'chat_template.jinja').write_text('x' * 1001)
+    with pytest.raises(chat_template.ChatTemplateError, match=r'chat_template.jinja is larger than 1000 bytes'):
+        chat_template.load_model_template(str(tmp_path))
+    (tmp_path / 'chat_template.jinja').unlink()
+    monkeypatch.undo()
+    (tmp_path / 'tokenizer_config.json').write_text('[' * 200000)
+    with pytest.raises(chat_template.ChatTemplateError, match=r'tokenizer_config.json is JSON nested more than 100 '):
+        chat_template.load_model_template(str(tmp_path))
+
+
+def test_the_campaign_role_refuses_on_the_host_what_the_controller_refuses():
+    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..', '..', 'roles', 'campaign',
+                           'vars', 'main.yml'), encoding='utf-8') as handle:
+        role_vars = yaml.safe_load(handle)
+    assert role_vars['_campaign_template_max_bytes'] == chat_template.MAX_TEMPLATE_BYTES

@@ -181,6 +181,19 @@ def test_malformed_files_are_refused_with_the_line_and_what_is_wrong(data, messa
         normalize(data, 'x')
 
 
+@pytest.mark.parametrize('line', [
+    '[' * 200000,  # json raises RecursionError
+    '{"messages": %s}' % ('[' * 150 + ']' * 150),  # parses, but a repr of it in a message could not be made
+    '{"turns": ["a"], "meta": %s1%s}' % ('{"k": ' * 101, '}' * 101),
+])
+def test_json_nested_too_deep_is_refused_with_its_line(line):
+    with pytest.raises(DatasetError, match=r'^x: line 2: JSON nested more than 100 levels deep$'):
+        normalize(jsonl(GOOD) + line.encode() + b'\n', 'x')
+    # a hundred levels are fine, and brackets in strings are not nesting
+    deep = '{"prompt": "%s", "meta": %s1%s}' % ('[' * 500, '[' * 99, ']' * 99)
+    assert normalize(jsonl(GOOD) + deep.encode() + b'\n', 'x')['count'] == 2
+
+
 def test_a_gzip_that_unpacks_past_the_bound_is_refused(monkeypatch):
     monkeypatch.setattr(datasets, 'MAX_UNPACKED_BYTES', 100)
     with pytest.raises(DatasetError, match=r'^x: unpacks to more than 100 bytes$'):

@@ -13,8 +13,10 @@ import hashlib
 import http.server
 import json
 import os
+import re
 import shutil
 import threading
+import time
 
 import pytest
 
@@ -294,3 +296,57 @@ def test_cache_dir_precedence(monkeypatch, tmp_path):
     monkeypatch.setenv(datasets.CACHE_ENV, '/srv/datasets')
     assert datasets.cache_dir() == '/srv/datasets'
     assert datasets.cache_dir('~/mine') == str(tmp_path / 'mine')
+
+
+class _Trickle(http.server.BaseHTTPRequestHandler):
+    """A byte every 0.5 s, for 12 s at most: of the body (after complete headers), or of the headers themselves."""
+
+    def log_message(self, format, *args):  # pylint: disable=redefined-builtin
+        pass
+
+    def do_GET(self):  # pylint: disable=invalid-name
+        head = b'HTTP/1.0 200 OK\r\nContent-Length: 24\r\nContent-Type: application/jsonl\r\n\r\n'
+        body = b'{"prompt": "slowly..."}\n'
+        try:
+            if self.path == '/headers':
+                for i in range(len(head)):
+                    self.wfile.write(head[i:i + 1])
+                    self.wfile.flush()
+                    time.sleep(12.0 / len(head))
+                self.wfile.write(body[:24])
+                return
+            self.wfile.write(head)
+            for i in range(24):
+                self.wfile.write(body[i:i + 1])
+                self.wfile.flush()
+                time.sleep(0.5)
+        except OSError:
+            pass  # the client went away: the download was stopped
+
+
+@pytest.fixture(name='trickle')
+def trickle_fixture():
+    server = http.server.ThreadingHTTPServer(('127.0.0.1', 0), _Trickle)
+    thread = threading.Thread(target=server.serve_forever, kwargs={'poll_interval': 0.05}, daemon=True)
+    thread.start()
+    yield 'http://127.0.0.1:%d' % server.server_address[1]
+    server.shutdown()
+    server.server_close()
+    thread.join()
+
+
+@pytest.mark.parametrize('path', ['/body', '/headers'])
+def test_a_server_that_trickles_bytes_cannot_hold_a_download_past_its_deadline(trickle, monkeypatch, path):
+    """timeout bounds each wait for bytes, which a byte every 0.5 s never passes: the deadline bounds all of it."""
+    monkeypatch.setattr(datasets, 'DOWNLOAD_DEADLINE', 3, raising=False)
+    url = trickle + path
+    started = time.monotonic()
+    with pytest.raises(DatasetError, match=r'^cannot download %s: not done within its deadline of 3 s' % re.escape(url)):
+        datasets.download(url, timeout=2)
+    assert time.monotonic() - started < 3 + 2
+
+
+def test_a_download_within_its_deadline_is_whole(upstream):
+    data = datasets.download(upstream.url + '/gsm8k/test.jsonl', timeout=5, deadline=30)
+    with open(os.path.join(FIXTURES, 'gsm8k', 'test.jsonl'), 'rb') as handle:
+        assert data == handle.read()

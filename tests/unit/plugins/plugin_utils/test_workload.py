@@ -9,10 +9,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import time
 
 import pytest
 
-from ansible_collections.specdec.bench.plugins.plugin_utils import chat_template, datasets
+from ansible_collections.specdec.bench.plugins.plugin_utils import bounded_child, chat_template, datasets
 from ansible_collections.specdec.bench.plugins.plugin_utils import workload
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -172,3 +173,44 @@ def test_dataset_errors_become_workload_errors(tmp_path):
     with pytest.raises(workload.WorkloadError, match='cannot read the file'):
         workload.prepare_workload([{'name': 'x', 'file': 'missing.jsonl'}], QWEN3_FILES, cache=str(tmp_path),
                                   base_dir=str(tmp_path))
+
+
+# ---- what the host sends is bounded ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize(('template', 'message'), [
+    ('{% for i in range(1000000) %}{% endfor %}', r'record demo-1: the chat template failed: OverflowError: Range too big'),
+    ("{{ messages[0].content + 1 }}", r'record demo-1: the chat template failed: TypeError'),
+    ('{% macro f() %}{{ f() }}{% endmacro %}{{ f() }}', r'record demo-1: the chat template failed: RecursionError'),
+    ('{{ (10 ** 100000000) % 7 }}', r'rendering with the chat template used more than 1 s of CPU'),
+])
+def test_a_template_that_fails_or_passes_a_bound_refuses_the_set_naming_the_file(tmp_path, monkeypatch, template,
+                                                                                 message):
+    monkeypatch.setattr(chat_template, 'RENDER_CPU_SECONDS', 1, raising=False)
+    monkeypatch.setattr(chat_template, 'RENDER_TIMEOUT', 20, raising=False)
+    started = time.monotonic()
+    with pytest.raises(workload.WorkloadError, match=r'^demo-gsm8k: %s.*\(/m/chat_template.jinja\)$' % message):
+        workload.prepare_workload([demo('gsm8k')], {'chat_template.jinja': template}, cache=str(tmp_path),
+                                  model_path='/m')
+    assert time.monotonic() - started < 10
+
+
+def test_an_oversized_or_deeply_nested_template_file_is_refused_naming_it(monkeypatch):
+    monkeypatch.setattr(chat_template, 'MAX_TEMPLATE_BYTES', 1000, raising=False)
+    with pytest.raises(workload.WorkloadError, match=r'^/m/chat_template.jinja is 1001 bytes; allowed: at most 1000 '):
+        workload.model_template({'chat_template.jinja': 'x' * 1001}, '/m')
+    with pytest.raises(workload.WorkloadError, match=r'^/m/tokenizer_config.json is 1002 bytes; allowed: at most 1000 '):
+        workload.model_template({'tokenizer_config.json': '"%s"' % ('x' * 1000)}, '/m')
+    monkeypatch.undo()
+    for config in ('[' * 200000, '{"chat_template": "x", "eos_token": %s1%s}' % ('[' * 150, ']' * 150)):
+        with pytest.raises(workload.WorkloadError, match=r'^/m/tokenizer_config.json is JSON nested more than 100 levels '
+                                                         r'deep$'):
+            workload.model_template({'tokenizer_config.json': config}, '/m')
+
+
+def test_every_prompt_of_a_set_is_rendered_in_one_child(tmp_path, monkeypatch):
+    children = []
+    run = bounded_child.run
+    monkeypatch.setattr(bounded_child, 'run', lambda *args, **kwargs: children.append(1) or run(*args, **kwargs))
+    prepared = workload.prepare_workload([demo('mt-bench'), demo('gsm8k')], QWEN3_FILES, {'enable_thinking': False},
+                                         cache=str(tmp_path))
+    assert [entry['count'] for entry in prepared] == [8, 4] and len(children) == 2
