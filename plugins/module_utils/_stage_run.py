@@ -123,6 +123,54 @@ class LeaseWatch:
         return False
 
 
+class ServerGuard:
+    """The server's guard for when this process dies (SIGKILL, the OOM killer) while its controller is gone too: the
+    lease's watch dies with it and nothing else would stop the server. A watchdog of its own (double fork, a session of
+    its own, its output to /dev/null) blocks on a pipe whose only writer is this process: `done()` writes one byte
+    first; an end of file without it means this process died, and the watchdog stops the stage's server (up to its
+    stop timeout). It keeps the stage's lock open meanwhile, so a rerun waits until the server is stopped."""
+
+    DONE = b'd'
+
+    def __init__(self, stop):
+        self._write = None
+        read_end, write_end = os.pipe()  # not inherited by what this process executes (O_CLOEXEC)
+        child = os.fork()
+        if child == 0:  # pragma: no cover  # the watchdog; tested by killing a stage_run process for real
+            try:
+                os.close(write_end)
+                os.setsid()
+                if os.fork():
+                    os._exit(0)
+                devnull = os.open(os.devnull, os.O_RDWR)
+                for fd in (0, 1, 2):
+                    os.dup2(devnull, fd)
+                while True:
+                    try:
+                        data = os.read(read_end, 1)
+                        break
+                    except InterruptedError:
+                        continue
+                if data != ServerGuard.DONE:
+                    stop()
+            except BaseException:  # pylint: disable=broad-exception-caught
+                pass
+            finally:
+                os._exit(0)
+        os.close(read_end)
+        os.waitpid(child, 0)
+        self._write = write_end
+
+    def done(self):
+        """This process ends normally: the watchdog leaves the server alone (the record step stopped it)."""
+        if self._write is not None:
+            try:
+                os.write(self._write, self.DONE)
+            finally:
+                os.close(self._write)
+                self._write = None
+
+
 def make_parent(path):
     """The folder of a control file (progress, lease, lock) outside the stage folder, made when missing."""
     if path:
@@ -342,6 +390,7 @@ def run(module):
         renew(p['lease_file'])
     base = dict(p['status'])
     lease = Lease(p['lease_file'], p['lease_timeout'])
+    guard = ServerGuard(lambda: service.stop(module, p['backend'], p['unit'], p['stop_timeout'], p['state_dir']))
     progress = Progress(module, progress_file, mode, base['stage'], len(runs), round(start, 3))
     out = {'attempt': None, 'ready': None, 'runs': []}
     task = TASK_ATTEMPT
@@ -388,6 +437,7 @@ def run(module):
             'journal_lines': p['journal_lines'], 'mode': p['mode']}, _step_record.run)
     except Exception as exc:  # pylint: disable=broad-exception-caught
         record, failed = {'msg': '%s: %s' % (type(exc).__name__, exc), 'traceback': trace_tail()}, True
+    guard.done()
     if lock is not None:
         lock.close()  # releases the flock: the stage's folder is complete
     if failed:

@@ -12,6 +12,7 @@ import json
 import os
 import re
 import signal
+import subprocess
 import sys
 import time
 
@@ -238,6 +239,33 @@ def test_a_lease_file_that_is_a_link_is_refused_before_anything_starts(run_modul
     assert result['exit_code'] == 1 and 'is a symbolic link; refused' in result['msg']
     assert os.stat(str(target)).st_mtime == 1 and stage.state()['state'] != 'running'
     assert not (stage.dir / 'status.json').exists()
+
+
+def test_a_stage_run_killed_while_its_controller_is_gone_leaves_no_server_running(stage):
+    """stage_run itself dies (SIGKILL, the OOM killer) mid-run: its lease watch dies with it, and before the server's
+    guard nothing stopped the server. Run as a real process, killed for real; the watchdog stops the server."""
+    stage.define(time_scale='1')
+    args = stage.args([stage.run(1, output_len=600, request_timeout=120)], lease_file=str(stage.tmp / 'stages' / 'x.lease'),
+                      lease_timeout=0)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(path for path in sys.path if path))
+    proc = subprocess.Popen([sys.executable, '-c', 'from ansible_collections.specdec.bench.plugins.modules import stage_run; '  # pylint: disable=consider-using-with
+                             'stage_run.main()'], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            env=env, text=True)
+    proc.stdin.write(json.dumps({'ANSIBLE_MODULE_ARGS': args}))
+    proc.stdin.close()
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not (stage.dir / 'progress.json').exists() or stage.read('progress.json')['phase'] != 'running':
+            assert time.monotonic() < deadline and proc.poll() is None, 'the stage never reached its harness run'
+            time.sleep(0.1)
+        assert stage.state()['state'] == 'running'
+    finally:
+        proc.kill()
+        proc.wait(timeout=30)
+    deadline = time.monotonic() + 30
+    while stage.state()['state'] == 'running' and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert stage.state()['state'] != 'running'
 
 
 def test_a_lease_gone_stale_while_a_run_measures_stops_the_server_at_once(run_module, stage, monkeypatch):
