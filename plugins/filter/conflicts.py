@@ -2,8 +2,9 @@
 # Copyright: (c) 2026, specdec.bench developers
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""conflicts_holders and conflicts_record: what the conflicts role stops and what it records first, as pure
-functions. Documented in conflicts_holders.yml and conflicts_record.yml."""
+"""conflicts_holders and conflicts_record: what the conflicts role stops and what it records first;
+conflicts_restore_units and conflicts_restore_processes: what its restore starts again. Pure functions, documented
+in the .yml file of each name."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.specdec.bench.plugins.module_utils._process import RESTORED_SERVICE
+from ansible_collections.specdec.bench.plugins.module_utils._process import RESTORED_SERVICE, restore_definition
 from ansible_collections.specdec.bench.plugins.module_utils._systemd import normalize_unit_name
 
 BACKENDS = ('systemd', 'supervisor')
@@ -112,10 +113,36 @@ def conflicts_restore_units(record):
     return sorted(name for name, state in units.items() if (state or {}).get('active_state') in ACTIVE_STATES)
 
 
+def conflicts_restore_processes(record, campaign=''):
+    """The processes a record says specdec.bench.process_stop stopped, by name: {name, service, pid, argv, definition}.
+
+    definition is what the supervisor service runs (restore_definition, the function process_stop checked before the
+    stop): the recorded words, cwd and environment, as the recorded uid, gid and groups.
+    """
+    entries = (record or {}).get('processes') or {}
+    if not isinstance(entries, Mapping):
+        raise AnsibleFilterError('conflicts_restore_processes: processes is %r; allowed: a mapping of names to entries'
+                                 % (entries,))
+    restored = []
+    for name in sorted(entries):
+        entry = entries[name]
+        if not isinstance(entry, Mapping):
+            raise AnsibleFilterError('conflicts_restore_processes: processes.%s is %r; allowed: an entry process_stop '
+                                     'recorded' % (name, entry))
+        try:
+            definition = restore_definition(name, entry, campaign)
+        except ValueError as exc:
+            raise AnsibleFilterError('conflicts_restore_processes: %s' % exc) from None
+        restored.append({'name': name, 'service': RESTORED_SERVICE % name, 'pid': entry['pid'], 'argv': entry['argv'],
+                         'definition': definition})
+    return restored
+
+
 class FilterModule:
     def filters(self):
         return {
             'conflicts_holders': conflicts_holders,
             'conflicts_record': conflicts_record,
             'conflicts_restore_units': conflicts_restore_units,
+            'conflicts_restore_processes': conflicts_restore_processes,
         }

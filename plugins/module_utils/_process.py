@@ -7,8 +7,13 @@
 Private to the specdec.bench collection; standard library only. Where PID 1 is not systemd, a GPU may be held by a
 program someone started by hand. The GPU facts name it by its command line (read_cmdline); the conflicts role stops
 it through specdec.bench.process_stop, which first records what it takes to start it again (snapshot: argv, the
-program's absolute path, cwd, environment, pid and start ticks) in the campaign's conflicts record, written here
-with mode 0600 since the environment may hold secrets. Every function takes proc_root so tests can use a fake /proc.
+program's absolute path, cwd, environment, uid, gid and groups, pid and start ticks) in the campaign's conflicts
+record, written here with mode 0600 since the environment may hold secrets. Every function takes proc_root so tests
+can use a fake /proc.
+
+The restore runs the entry again as the supervisor service RESTORED_SERVICE, defined by restore_definition: as its
+owner (never as root for a process that was not root), with exactly its environment. process_stop calls
+restore_definition too, before it stops anything, so what the restore would refuse is never stopped.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import signal
 import time
 
 from ansible_collections.specdec.bench.plugins.module_utils._common import atomic_write
+from ansible_collections.specdec.bench.plugins.module_utils._service import check_definition
 
 # The GPU facts keep this much of a command line: enough to match, bounded for a process with a huge argv.
 CMDLINE_MAX_CHARS = 4096
@@ -98,6 +104,52 @@ def resolve_program(word, cwd, environ, exe=None, executable=_executable):
     return exe
 
 
+def parse_status(data):
+    """/proc/<pid>/status as {field: value}, the value's surrounding blanks stripped."""
+    fields = {}
+    for line in data.decode('utf-8', 'replace').splitlines():
+        key, sep, value = line.partition(':')
+        if sep:
+            fields[key] = value.strip()
+    return fields
+
+
+def owner(pid, status):
+    """The ids a restore runs the process as, from its /proc/<pid>/status fields: {'uid', 'gid', 'groups'}.
+
+    ValueError naming the pid, the field and why, for a process a restore could not run as it ran: real, effective,
+    saved and filesystem ids that differ (a set-user-ID or set-group-ID program, or one that changed its ids), or a
+    process of another uid than 0 holding capabilities (file capabilities, or kept across setuid), which a process
+    started as that uid does not get. A root process is restored as root, with the supervisor's capabilities.
+    """
+    ids = {}
+    for field in ('Uid', 'Gid'):
+        values = status.get(field, '').split()
+        if len(values) != 4 or not all(value.isdigit() for value in values):
+            raise ValueError('process %d: %s is %r; allowed: its real, effective, saved and filesystem ids'
+                             % (pid, field, status.get(field)))
+        if len(set(values)) != 1:
+            raise ValueError('process %d: %s is %s (real, effective, saved, filesystem): they differ (a set-%s-ID '
+                             'program, or one that changed its ids), and a restore can run it with one id only'
+                             % (pid, field, ' '.join(values), 'user' if field == 'Uid' else 'group'))
+        ids[field] = int(values[0])
+    groups = status.get('Groups')
+    if groups is None or not all(group.isdigit() for group in groups.split()):
+        raise ValueError('process %d: Groups is %r; allowed: its supplementary group ids' % (pid, groups))
+    if ids['Uid'] != 0:
+        for field in ('CapEff', 'CapPrm', 'CapAmb'):
+            try:
+                held = int(status.get(field) or '0', 16)
+            except ValueError:
+                raise ValueError('process %d: %s is %r; allowed: a hexadecimal capability set'
+                                 % (pid, field, status.get(field))) from None
+            if held:
+                raise ValueError('process %d: %s is %s: capabilities uid %d does not have (file capabilities, or kept '
+                                 'across setuid), which a restore as uid %d could not give back'
+                                 % (pid, field, status[field], ids['Uid'], ids['Uid']))
+    return {'uid': ids['Uid'], 'gid': ids['Gid'], 'groups': [int(group) for group in groups.split()]}
+
+
 def snapshot(pid, proc_root='/proc'):
     """What it takes to start the process again, and to know it is still the same one; ValueError when any part
     cannot be read (it is then not stopped: it could not be restored)."""
@@ -108,6 +160,7 @@ def snapshot(pid, proc_root='/proc'):
         argv = cmdline_argv(_read(pid, 'cmdline', proc_root))
         cwd = os.readlink(os.path.join(proc_root, str(pid), 'cwd'))
         environ = parse_environ(_read(pid, 'environ', proc_root))
+        status = parse_status(_read(pid, 'status', proc_root))
     except OSError as exc:
         raise ValueError('cannot read process %d in %s: %s' % (pid, proc_root, exc)) from None
     if not argv:
@@ -119,8 +172,69 @@ def snapshot(pid, proc_root='/proc'):
     program = resolve_program(argv[0], cwd, environ, exe)
     if program is None:
         raise ValueError('cannot find the program %r of process %d on its PATH' % (argv[0], pid))
-    return {'pid': pid, 'start_ticks': stat[2], 'pgid': stat[1], 'leads_group': stat[1] == pid, 'argv': argv,
-            'program': program, 'cwd': cwd, 'env': environ}
+    return dict({'pid': pid, 'start_ticks': stat[2], 'pgid': stat[1], 'leads_group': stat[1] == pid, 'argv': argv,
+                 'program': program, 'cwd': cwd, 'env': environ}, **owner(pid, status))
+
+
+def _text(field, value):
+    """value, which the restore passes through Ansible as text: ValueError when it is not UTF-8 (bytes /proc gave
+    that cmdline_argv and parse_environ kept as surrogates)."""
+    try:
+        if isinstance(value, str):
+            value.encode('utf-8')
+    except UnicodeEncodeError:
+        raise ValueError('%s is %r: not UTF-8 text, which the restore cannot pass on unchanged' % (field, value)) from None
+    return value
+
+
+def restore_definition(name, entry, campaign=''):
+    """The supervisor definition that runs a process_stop entry again as RESTORED_SERVICE % name.
+
+    The recorded program (argv[0] as the absolute path the process found it at), the rest of argv word for word
+    (empty words too), its cwd and exactly its environment (inherit_env false: nothing of the supervisor's own), as
+    its uid, gid and groups. Checked here as the service module checks it (check_definition): the restore calls
+    this, and process_stop calls it before the stop, so a process the restore would refuse is never stopped.
+    ValueError naming the process and the field.
+    """
+    prefix = 'processes.%s' % name
+    try:
+        missing = [key for key in ('pid', 'argv', 'program', 'cwd', 'env', 'uid', 'gid', 'groups') if key not in entry]
+        if missing:
+            raise ValueError('has no %s (recorded by an older process_stop, which did not record its owner); allowed: '
+                             'an entry with them: start it by hand and remove the entry' % ', '.join(missing))
+        argv, env = entry['argv'], entry['env']
+        if not isinstance(argv, list) or not argv or not all(isinstance(word, str) for word in argv):
+            raise ValueError('argv is %r; allowed: the list of words it was started with' % (argv,))
+        if not isinstance(env, dict):
+            raise ValueError('env is %r; allowed: a mapping of names to values' % (env,))
+        words = [_text('argv[%d]' % index, word) for index, word in enumerate(argv)]
+        for key, value in env.items():
+            _text('env name', key)
+            _text('env.%s' % key, value)
+        definition = {
+            'argv': [_text('program', entry['program'])] + words[1:],
+            'env': env,
+            'inherit_env': False,
+            'cwd': _text('cwd', entry['cwd']),
+            'uid': entry['uid'], 'gid': entry['gid'], 'groups': entry['groups'],
+            'description': '%s, started by hand, stopped by campaign %s (pid %s)' % (name, campaign, entry['pid']),
+        }
+        return check_definition(definition)
+    except ValueError as exc:
+        raise ValueError('%s (pid %s) cannot be restored: %s' % (prefix, entry.get('pid'), exc)) from None
+
+
+def check_restorable(name, entry, campaign=''):
+    """restore_definition, and what can be seen of the host before the stop: the program and cwd are still there
+    (a deleted run folder is "/srv/run (deleted)" in /proc). ValueError naming the field."""
+    definition = restore_definition(name, entry, campaign)
+    if not os.path.isdir(definition['cwd']):
+        raise ValueError('processes.%s (pid %s) cannot be restored: cwd %r is not a folder now'
+                         % (name, entry['pid'], definition['cwd']))
+    if not _executable(definition['argv'][0]):
+        raise ValueError('processes.%s (pid %s) cannot be restored: the program %r is not an executable file now'
+                         % (name, entry['pid'], definition['argv'][0]))
+    return definition
 
 
 def same_process(entry, proc_root='/proc'):

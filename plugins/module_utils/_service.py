@@ -25,7 +25,10 @@ from ansible_collections.specdec.bench.plugins.module_utils._systemd import pars
 
 BACKENDS = ('systemd', 'supervisor')
 SYSTEMD_PROPERTIES = 'Id,LoadState,ActiveState,SubState,MainPID,Result,ExecMainStatus,ExecMainCode,ActiveEnterTimestamp,InactiveEnterTimestamp'
-DEFINITION_KEYS = ('argv', 'env', 'env_files', 'cwd', 'description', 'timeout_stop_sec', 'cpu_affinity')
+DEFINITION_KEYS = ('argv', 'env', 'env_files', 'cwd', 'description', 'timeout_stop_sec', 'cpu_affinity', 'inherit_env',
+                   'uid', 'gid', 'groups')
+# (uid_t)-1 means "leave unchanged" to setuid and setgid: the largest id a program can run as is one less.
+ID_MAX = 4294967294
 
 
 def folder(state_dir, name):
@@ -83,21 +86,44 @@ def log(module, backend, name, lines, state_dir=supervisor.DEFAULT_STATE_DIR, jo
     return out.splitlines(), None
 
 
+def _check_id(field, value):
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= ID_MAX:
+        raise ValueError('definition.%s is %r; allowed: a numeric id from 0 to %d' % (field, value, ID_MAX))
+
+
 def check_definition(definition):
     """The definition as written to service.json; ValueError naming the field."""
     if not isinstance(definition, dict) or any(key not in DEFINITION_KEYS for key in definition):
         raise ValueError('definition is %r; allowed: a mapping with keys %s' % (definition, ', '.join(DEFINITION_KEYS)))
     argv = definition.get('argv')
-    if not isinstance(argv, list) or not argv or not all(isinstance(word, str) and word for word in argv):
-        raise ValueError('definition.argv is %r; allowed: a non-empty list of words, the program first' % (argv,))
+    if not isinstance(argv, list) or not argv or not all(isinstance(word, str) and '\0' not in word for word in argv):
+        raise ValueError('definition.argv is %r; allowed: a non-empty list of words without NUL, the program first' % (argv,))
+    # an empty word after the program is an argument like any other (--tag ''): execve passes it as it is
     if not os.path.isabs(argv[0]):
         raise ValueError('definition.argv[0] is %r; allowed: an absolute path' % argv[0])
     env = definition.get('env') or {}
     if not isinstance(env, dict):
         raise ValueError('definition.env is %r; allowed: a mapping of names to values' % (env,))
     for key, value in env.items():
-        if not isinstance(value, (str, int, float)) or isinstance(value, bool):
-            raise ValueError('definition.env.%s is %r; allowed: a string or number' % (key, value))
+        if not isinstance(key, str) or not key or '=' in key or '\0' in key:
+            raise ValueError('definition.env has the name %r; allowed: a non-empty name without "=" or NUL' % (key,))
+        if not isinstance(value, (str, int, float)) or isinstance(value, bool) or '\0' in str(value):
+            raise ValueError('definition.env.%s is %r; allowed: a string or number without NUL' % (key, value))
+    if definition.get('inherit_env') not in (None, True, False):
+        raise ValueError('definition.inherit_env is %r; allowed: true (the supervisor\'s environment, then env_files '
+                         'and env) or false (env_files and env only)' % (definition['inherit_env'],))
+    # the ids the program runs as: all three, or none (it runs as the supervisor does)
+    owner = [key for key in ('uid', 'gid', 'groups') if definition.get(key) is not None]
+    if owner and len(owner) != 3:
+        raise ValueError('definition has %s; allowed: uid, gid and groups together (groups [] for none), or none of '
+                         'them' % ', '.join(owner))
+    if owner:
+        _check_id('uid', definition['uid'])
+        _check_id('gid', definition['gid'])
+        if not isinstance(definition['groups'], list):
+            raise ValueError('definition.groups is %r; allowed: a list of numeric group ids' % (definition['groups'],))
+        for index, group in enumerate(definition['groups']):
+            _check_id('groups[%d]' % index, group)
     out = dict(definition, env=dict((str(k), str(v)) for k, v in env.items()))
     # the CPUs to run on, kept as a cpulist ("0-47,96-143"); none (null, empty) is no key, as before pinning existed
     cpus = out.pop('cpu_affinity', None)

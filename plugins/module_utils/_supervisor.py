@@ -7,9 +7,12 @@
 On a host whose PID 1 is not systemd (a Docker container whose entrypoint is a shell, sleep, sshd or tini), each
 service has a state folder <state_dir>/<name>/:
 
-    service.json  the definition: argv, env, env_files, cwd, description, timeout_stop_sec, and cpu_affinity (a
+    service.json  the definition: argv, env, env_files, cwd, description, timeout_stop_sec, cpu_affinity (a
                   cpulist the program is pinned to with sched_setaffinity before exec; absent: not pinned; there is
-                  no memory policy: the standard library has no set_mempolicy) (written by the role)
+                  no memory policy: the standard library has no set_mempolicy), inherit_env (false: the program gets
+                  env_files and env only, nothing of the supervisor's own environment), and uid, gid, groups (the ids
+                  the program runs as: the child sets groups, gid, uid in that order before exec and checks they
+                  took; absent: as the supervisor) (written by the role)
     run.json      written by the supervisor when it started the process: supervisor_pid, pid, pgid, start_ticks
                   (field 22 of /proc/<pid>/stat: a pid reused by another process has other ticks), started, boot_id
     exit.json     written by the supervisor when the process ended: exit_code or signal, finished; or error when it
@@ -86,6 +89,28 @@ for env_file in service.get('env_files') or []:
         if not optional:
             raise
 env.update(service.get('env') or {})
+if service.get('inherit_env', True) is not False:
+    env = dict(os.environ, **env)
+def ids():
+    return os.getresuid(), os.getresgid(), sorted(set(os.getgroups()))
+def capabilities():
+    with open('/proc/self/status') as handle:
+        fields = dict(line.split(':', 1) for line in handle if ':' in line)
+    return dict((name, int(fields.get(name, '0').strip() or '0', 16)) for name in ('CapPrm', 'CapEff', 'CapAmb'))
+def become(uid, gid, groups):
+    # groups and gid first: setuid gives up the privilege they need. Only what differs is set: a supervisor that
+    # already runs as these ids (not root, or where setgroups is denied) changes nothing, as it could not
+    wanted = ((uid,) * 3, (gid,) * 3, sorted(set(groups)))
+    if ids()[2] != wanted[2]:
+        os.setgroups(wanted[2])
+    if ids()[1] != wanted[1]:
+        os.setgid(gid)
+    if ids()[0] != wanted[0]:
+        os.setuid(uid)
+    if ids() != wanted:
+        raise PermissionError('the ids did not take: uid, gid, groups are %r, not %r' % (ids(), wanted))
+    if uid != 0 and any(capabilities().values()):
+        raise PermissionError('uid %d kept capabilities %r after setuid' % (uid, capabilities()))
 log = os.open(path('log'), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o640)
 os.write(log, ('-- specdec supervisor: starting %s at %s --\n' % (service['name'], now())).encode())
 try:
@@ -102,17 +127,20 @@ if pid == 0:
         os.dup2(log, 2)
         devnull = os.open(os.devnull, os.O_RDONLY)
         os.dup2(devnull, 0)
-        os.chdir(service.get('cwd') or '/')
         if service.get('cpu_affinity'):
             cpus = set()
             for item in service['cpu_affinity'].split(','):
                 first, _dash, last = item.partition('-')
                 cpus.update(range(int(first), int(last or first) + 1))
             os.sched_setaffinity(0, cpus)
+        if service.get('uid') is not None:
+            become(service['uid'], service['gid'], service.get('groups') or [])
+        # after the ids: a folder its owner may not enter is refused as it would be to them
+        os.chdir(service.get('cwd') or '/')
         for number in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             signal.signal(number, signal.SIG_DFL)
         os.set_inheritable(ready_w, False)
-        os.execvpe(service['argv'][0], service['argv'], dict(os.environ, **env))
+        os.execvpe(service['argv'][0], service['argv'], env)
     except BaseException as exc:
         os.write(ready_w, ('%s: %s' % (type(exc).__name__, exc)).encode()[:4000])
         os._exit(127)

@@ -16,14 +16,21 @@ description:
     the host variable C(specdec_stoppable_processes).
   - First it checks that O(pid) still runs a command line that O(match) finds (a pid reused by another program is
     never signalled). Then, before any signal, it records the process in O(record), the campaign's conflicts record,
-    under C(processes.<name>) - argv, the program's absolute path, working directory, environment, pid, start ticks
-    and process group. The record is written atomically with mode 0600, since the environment may hold secrets; the
-    environment is never returned.
+    under C(processes.<name>) - argv, the program's absolute path, working directory, environment, its owner (uid,
+    gid and supplementary groups from C(/proc/<pid>/status)), pid, start ticks and process group. The record is
+    written atomically with mode 0600, since the environment may hold secrets; the environment is never returned.
+  - A process the restore could not start again as it ran is refused before anything is recorded or signalled, with
+    the pid, the field and why. That is one whose real, effective, saved and filesystem uids (or gids) differ (a
+    set-user-ID program); one of another uid than 0 that holds capabilities (C(CapEff), C(CapPrm), C(CapAmb)); text
+    that is not UTF-8 in its argv, environment or cwd; and a program or cwd that is no longer there. The restore's
+    own checks of the definition run here too, on the same definition, so what is stopped can be restored.
+    An empty argument (C(--tag '')) is restored as it was.
   - Then SIGTERM to the process, and to its process group when it leads one; SIGKILL after O(timeout) seconds; it
     returns once neither the process nor its group is left.
   - A record of an interrupted run that already names O(name) keeps its first entry, like the units the role records.
   - The role's restore starts the recorded program again as the supervisor service C(specdec-restored-<name>.service)
-    (M(specdec.bench.service)).
+    (M(specdec.bench.service)), as the recorded uid, gid and groups (never as root for a process that was not root),
+    with exactly the recorded environment and nothing of the supervisor's own.
 author:
   - specdec.bench developers (!UNKNOWN)
 options:
@@ -123,15 +130,28 @@ process:
       description: The names of its environment variables, sorted; the values are only in the record.
       type: list
       elements: str
+    uid:
+      description: The uid it ran as, and is restored as (real, effective, saved and filesystem uid alike).
+      type: int
+    gid:
+      description: The gid it ran as, and is restored as.
+      type: int
+    groups:
+      description: Its supplementary group ids (the C(Groups) line of C(/proc/<pid>/status)), restored exactly.
+      type: list
+      elements: int
   sample:
     name: hand-wrapper
     pid: 4242
     start_ticks: 912345
     argv: [python3, -m, sglang.launch_server, --model-path, /data/models/Qwen3.6-27B, --port, "30100", --tp-size, "1"]
     program: /usr/bin/python3
-    cwd: /root
+    cwd: /home/bench
     leads_group: true
     env_names: [CUDA_VISIBLE_DEVICES, HOME, PATH]
+    uid: 1000
+    gid: 1000
+    groups: [44, 1000]
 """
 
 import re
@@ -144,7 +164,7 @@ from ansible_collections.specdec.bench.plugins.module_utils._common import ID_PA
 
 def summary(name, entry):
     """The record entry as returned: everything but the environment's values."""
-    keys = ('pid', 'start_ticks', 'argv', 'program', 'cwd', 'leads_group')
+    keys = ('pid', 'start_ticks', 'argv', 'program', 'cwd', 'leads_group', 'uid', 'gid', 'groups')
     return dict(dict((key, entry.get(key)) for key in keys), name=name, env_names=sorted(entry.get('env') or {}))
 
 
@@ -184,12 +204,17 @@ def main():
     except ValueError as exc:
         module.fail_json(msg='%s: nothing was signalled' % exc, **result)
     entries = record.get('processes') if isinstance(record.get('processes'), dict) else {}
-    result.update(changed=True, state='stopped')
-    if name not in entries:
+    recorded = name not in entries
+    if recorded:
         entry.update(name=name, match=p['match'], stopped=time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime()))
         record = dict(record, processes=dict(entries, **{name: entry}))
         record.setdefault('campaign', p['campaign'])
-        result['recorded'] = True
+    try:
+        # the restore's own checks, on what it will restore (an interrupted run's entry is kept): refused, not stopped
+        process.check_restorable(name, record['processes'][name], record.get('campaign') or p['campaign'])
+    except ValueError as exc:
+        module.fail_json(msg='%s: nothing was signalled' % exc, **result)
+    result.update(changed=True, state='stopped', recorded=recorded)
     result['process'] = summary(name, entry)
     if module.check_mode:
         module.exit_json(**result)

@@ -47,10 +47,18 @@ options:
   definition:
     description:
       - The program to run, for O(backend=supervisor) and O(state=defined).
-      - C(argv) (the program by absolute path first), C(env) (name to value), C(env_files) (C(NAME=value) files; a
-        leading C(-) allows the file to be absent), C(cwd), C(description), C(timeout_stop_sec), C(cpu_affinity) (the
-        CPUs the program runs on, a cpulist such as C(0-47,96-143) or a list of numbers, set with sched_setaffinity
-        before it is executed; null runs it on every CPU; no memory policy is applied).
+      - C(argv) (the program by absolute path first; the words after it are passed as they are, empty ones too),
+        C(env) (name to value), C(env_files) (C(NAME=value) files; a leading C(-) allows the file to be absent),
+        C(cwd), C(description), C(timeout_stop_sec), C(cpu_affinity) (the CPUs the program runs on, a cpulist such as
+        C(0-47,96-143) or a list of numbers, set with sched_setaffinity before it is executed; null runs it on every
+        CPU; no memory policy is applied).
+      - C(inherit_env) - true (the default) gives the program the supervisor's own environment, then C(env_files) and
+        C(env); false gives it those two only.
+      - C(uid), C(gid) and C(groups) - numeric ids, all three or none, C(groups) the complete list of supplementary
+        groups (V([]) for none) - are the ids the program runs as. Before it is executed the supervisor's child sets
+        the groups, the gid and the uid, in that order, then checks that they took and, for a uid other than 0, that
+        no capability is left; it enters the working directory after that, as them. Without them the program runs as
+        the supervisor does.
     type: dict
   state_dir:
     description: Where the supervisor keeps each service's folder.

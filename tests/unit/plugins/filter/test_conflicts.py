@@ -9,7 +9,7 @@ import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.specdec.bench.plugins.filter.conflicts import (
-    conflicts_holders, conflicts_record, conflicts_restore_units)
+    conflicts_holders, conflicts_record, conflicts_restore_processes, conflicts_restore_units)
 
 
 def holder(gpu, pid, unit, stoppable, process=None, uuid=None):
@@ -104,3 +104,25 @@ def test_restore_starts_what_was_running():
                               'supervisor', 'c', [])
     assert conflicts_restore_units(record) == ['rl.service', 'train.service']
     assert conflicts_restore_units({}) == []
+
+
+WRAPPER = {'pid': 4242, 'argv': ['python3', 'serve.py', '--tag', ''], 'program': '/usr/bin/python3', 'cwd': '/home/bench',
+           'env': {'PATH': '/usr/bin'}, 'uid': 1000, 'gid': 1000, 'groups': [44, 1000], 'start_ticks': 1}
+
+
+def test_restore_runs_each_stopped_process_as_its_owner():
+    restored = conflicts_restore_processes({'processes': {'zz': dict(WRAPPER, pid=7), 'hand-wrapper': WRAPPER}}, 'c')
+    assert [item['name'] for item in restored] == ['hand-wrapper', 'zz']
+    item = restored[0]
+    assert (item['service'], item['pid'], item['argv']) == ('specdec-restored-hand-wrapper.service', 4242, WRAPPER['argv'])
+    definition = item['definition']
+    assert definition['argv'] == ['/usr/bin/python3', 'serve.py', '--tag', '']
+    assert (definition['uid'], definition['gid'], definition['groups'], definition['inherit_env']) == (1000, 1000, [44, 1000], False)
+    assert definition['description'] == 'hand-wrapper, started by hand, stopped by campaign c (pid 4242)'
+    assert conflicts_restore_processes({}) == [] and conflicts_restore_processes({'processes': {}}) == []
+
+
+def test_restore_refuses_an_entry_without_its_owner_naming_it():
+    old = dict((key, value) for key, value in WRAPPER.items() if key not in ('uid', 'gid', 'groups'))
+    with pytest.raises(AnsibleFilterError, match=r'processes.hand-wrapper \(pid 4242\) cannot be restored: has no uid'):
+        conflicts_restore_processes({'processes': {'hand-wrapper': old}})

@@ -131,6 +131,11 @@ def test_env_files_and_missing_definition(svc, tmp_path):
     ({'argv': ['python3']}, 'an absolute path'),
     ({'argv': ['/bin/true'], 'user': 'x'}, 'allowed: a mapping with keys'),
     ({'argv': ['/bin/true'], 'env': {'A': True}}, 'definition.env.A'),
+    ({'argv': ['/bin/true'], 'env': {'A=B': 'x'}}, "definition.env has the name 'A=B'"),
+    ({'argv': ['/bin/true'], 'uid': 65534}, 'definition has uid; allowed: uid, gid and groups together'),
+    ({'argv': ['/bin/true'], 'uid': 65534, 'gid': 65534, 'groups': ['video']}, "definition.groups[0] is 'video'"),
+    ({'argv': ['/bin/true'], 'uid': -1, 'gid': 0, 'groups': []}, 'definition.uid is -1'),
+    ({'argv': ['/bin/true'], 'inherit_env': 'no'}, 'definition.inherit_env'),
 ])
 def test_a_bad_definition_names_the_field(svc, definition, fragment):
     result = svc('defined', definition)
