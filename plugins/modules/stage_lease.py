@@ -11,17 +11,17 @@ module: stage_lease
 short_description: Keep the leases of a wave's stages renewed from the controller, whatever Ansible's worker scheduling
 version_added: 0.6.0
 description:
-  - A stage (M(specdec.bench.stage_run)) stops itself when its lease file has not changed for its lease timeout: the
-    controller is gone. The polls of M(specdec.bench.stage_wait) renew it, but they run in the host's Ansible worker:
-    with more hosts than C(forks), a host whose stages are started waits for a worker while another host's wave runs,
+  - A stage (M(specdec.bench.stage_run)) stops itself when its lease file has not changed for its lease timeout (the
+    controller is gone). The polls of M(specdec.bench.stage_wait) renew it, but they run in the host's Ansible worker;
+    with more hosts than C(forks) a host whose stages are started waits for a worker while another host's wave runs,
     and its stages would stop themselves.
   - The action plugin of this name, with O(state=kept), starts a lease keeper on the controller before the wave's
-    stages start: a small process of its own (not an Ansible worker) that renews the wave's lease files through the
-    task's connection every O(interval) seconds, until M(specdec.bench.stage_wait) releases it, every stage it saw
+    stages start, a small process of its own (not an Ansible worker) that renews the wave's lease files through the
+    task's connection every O(interval) seconds until M(specdec.bench.stage_wait) releases it, every stage it saw
     running has ended, the C(ansible-playbook) that started it is gone, or O(lifetime) passed. With O(state=checked)
-    it times one renewal round trip and refuses a lease timeout the keeper cannot keep: before any change on the host.
-  - The module itself runs on the host: it touches each lease file that exists (never through a symbolic link, never
-    making one) and says whether its stage runs (a process holds the stage's lock, C(<lease_file>.lock)).
+    it times one renewal round trip and refuses a lease timeout the keeper cannot keep, before any change on the host.
+  - The module itself runs on the host; it touches each lease file that exists (never through a symbolic link, never
+    making one) and says whether its stage runs (a process holds the stage's lock C(<lease_file>.lock)).
 author:
   - specdec.bench developers (!UNKNOWN)
 options:
@@ -41,7 +41,7 @@ options:
     choices: [renewed, kept, released, checked]
     default: renewed
   lease_timeout:
-    description: The stages' lease timeout in seconds (V(0) is no lease: the keeper starts nothing).
+    description: The stages' lease timeout in seconds (V(0) is no lease, and the keeper starts nothing).
     type: float
     default: 0
   interval:
