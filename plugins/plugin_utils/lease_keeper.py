@@ -218,4 +218,3 @@ def release(keeper, timeout=10.0, clock=time.monotonic, sleep=time.sleep):
     state = read_state(folder) or state
     shutil.rmtree(folder, ignore_errors=True)
     return state
-
