@@ -30,6 +30,7 @@ import tempfile
 import time
 
 from ansible_collections.specdec.bench.plugins.module_utils import _lease
+from ansible_collections.specdec.bench.plugins.module_utils import _process
 
 # One renewal on the host: module_utils/_lease.py itself (the one place that renews and tests a lease), run by the
 # host's Python with the lease files as JSON; no module wrapper, so a round trip costs a process start, not an AnsiballZ.
@@ -44,14 +45,11 @@ TICK_S = 0.1
 
 
 def proc_start(pid):
-    """The start time of a process (clock ticks since boot, /proc/<pid>/stat field 22), or None when it is gone."""
+    """The process's start time (clock ticks since boot), or None when it is gone: _process's one reading of /proc."""
     try:
-        with open('/proc/%d/stat' % pid, encoding='ascii', errors='replace') as handle:
-            stat = handle.read()
-    except (OSError, TypeError):
+        return _process.start_ticks(int(pid))
+    except (TypeError, ValueError):
         return None
-    fields = stat[stat.rfind(')') + 2:].split()
-    return fields[19] if len(fields) > 19 else None
 
 
 def renew_command(interpreter, lease_files):
