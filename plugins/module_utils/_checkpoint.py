@@ -9,7 +9,14 @@ host side (standard library only: modules run on the host's bare Python 3.9+).
 
 A checkpoint is a folder holding config.json and at least one weights file (*.safetensors or *.bin), named by its
 training step: checkpoint-4000, checkpoint_4000, step-4000, step_4000, step4000, or 4000 (speculators' epoch folders
-are numbers too). Other folders (final, latest, best) are not steps and are not listed.
+are numbers too). Other folders (final, latest, best) are not steps and are not listed. The name is matched whole
+(to the end of the string, not to "$", which also matches before a final newline: checkpoint-400 and a newline is no
+step).
+
+A trainer writes a checkpoint file by file, so a folder is complete only when every weights file is whole (a
+safetensors file at least as long as the header its first 8 bytes declare) and every file its index
+(*.index.json's weight_map) or a shard's name (model-00001-of-00002.safetensors) calls for is there. A folder that
+vanishes while it is listed (a trainer's rotation deletes old checkpoints) is a problem noted, never an exception.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -17,24 +24,33 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type  # pylint: disable=invalid-name
 
 import datetime
+import errno
 import glob
 import json
 import os
 import re
 import shutil
+import struct
 import time
 
 from ansible_collections.specdec.bench.plugins.module_utils._common import file_sha256
 
 # checkpoint-4000, checkpoint_4000, step-4000, step_4000, step4000, 4000
-STEP_RE = re.compile(r'^(?:checkpoint[-_]?|step[-_]?|ckpt[-_]?|global_step[-_]?)?([0-9]+)$')
+STEP_RE = re.compile(r'(?:checkpoint[-_]?|step[-_]?|ckpt[-_]?|global_step[-_]?)?([0-9]+)\Z')
 # what the install writes into a checkpoint folder it completed: where the files came from and their sha256
 INSTALLED_MANIFEST = '.specdec-checkpoint.json'
 # where a copy is assembled on the benchmark host before it is verified and renamed into place
 STAGING_PREFIX = '.incoming-'
 WEIGHT_SUFFIXES = ('.safetensors', '.bin')
 CONFIG = 'config.json'
-SHA256_RE = re.compile(r'^[0-9a-fA-F]{64}$')
+SHA256_RE = re.compile(r'[0-9a-fA-F]{64}\Z')
+# model.safetensors.index.json, pytorch_model.bin.index.json: the index of a sharded checkpoint's weights
+INDEX_SUFFIXES = tuple(suffix + '.index.json' for suffix in WEIGHT_SUFFIXES)
+# model-00001-of-00002.safetensors: shard 1 of 2 (the index names them all; this catches a folder without its index yet)
+SHARD_RE = re.compile(r'(?P<prefix>.+)-(?P<number>[0-9]+)-of-(?P<count>[0-9]+)(?P<suffix>\.safetensors|\.bin)\Z')
+# safetensors' own bound on its JSON header (100 MB): a larger declared length is no safetensors file
+SAFETENSORS_HEADER_MAX = 100 * 1000 * 1000
+VANISHED = 'vanished while it was listed (deleted meanwhile, e.g. by the trainer\'s checkpoint rotation): skipped'
 
 
 def step_of(name):
@@ -76,7 +92,12 @@ def checkpoint_files(folder):
     hashed through the link, as a checkpoint in a Hugging Face cache links its blobs); a broken link is not a file.
     """
     files = []
-    for current, dirs, names in os.walk(folder):
+
+    def raise_error(error):
+        raise error
+
+    # onerror: a folder (or subfolder) that vanished is an error, not a checkpoint without files
+    for current, dirs, names in os.walk(folder, onerror=raise_error):
         dirs.sort()
         for name in names:
             path = os.path.join(current, name)
@@ -87,16 +108,95 @@ def checkpoint_files(folder):
     return sorted(files)
 
 
-def incomplete_reason(folder):
-    """Why a folder is not a checkpoint (no config.json, no weights file at its top), or None when it is one."""
+def weights_reason(path):
+    """Why a weights file is not whole (empty; a safetensors file shorter than its header declares), or None.
+
+    A safetensors file starts with its JSON header's length N (8 bytes, little endian), then the header: a whole one
+    has at least 8 + N bytes. Raises OSError when the file cannot be read (or vanished).
+    """
+    name = os.path.basename(path)
+    with open(path, 'rb') as handle:
+        size = os.fstat(handle.fileno()).st_size
+        if size == 0:
+            return '%s is empty' % name
+        if not name.endswith('.safetensors'):
+            return None
+        head = handle.read(8)
+    if len(head) < 8:
+        return '%s has %d bytes, fewer than the 8 of a safetensors header length' % (name, size)
+    declared = struct.unpack('<Q', head)[0]
+    if declared > SAFETENSORS_HEADER_MAX:
+        return '%s declares a %d-byte header: not a safetensors file' % (name, declared)
+    if size < 8 + declared:
+        return '%s has %d bytes, fewer than the %d its header declares' % (name, size, 8 + declared)
+    return None
+
+
+def index_reason(folder, name):
+    """Why an index (*.index.json) says the checkpoint is not whole (unreadable; a file of its weight_map missing or
+    not whole), or None. Raises OSError when the index cannot be read (or vanished)."""
+    with open(os.path.join(folder, name), 'rb') as handle:
+        data = handle.read()
     try:
-        names = os.listdir(folder)
+        weight_map = json.loads(data.decode('utf-8')).get('weight_map')
+    except (ValueError, AttributeError, RecursionError):
+        return '%s is not a JSON object' % name
+    if not isinstance(weight_map, dict) or not all(isinstance(value, str) for value in weight_map.values()):
+        return '%s has no weight_map of tensor names to files' % name
+    for shard in sorted(set(weight_map.values())):
+        if _bad_path(shard) or not os.path.isfile(os.path.join(folder, shard)):
+            return '%s names %s, which is not there' % (name, shard)
+        reason = weights_reason(os.path.join(folder, shard))
+        if reason:
+            return reason
+    return None
+
+
+def shards_reason(names):
+    """Why a sharded checkpoint's files say one is missing (model-00001-of-00002.safetensors without 00002), or None."""
+    for name in sorted(names):
+        match = SHARD_RE.match(name)
+        if not match:
+            continue
+        width, count = len(match.group('number')), int(match.group('count'))
+        for number in range(1, min(count, 100000) + 1):
+            sibling = '%s-%0*d-of-%s%s' % (match.group('prefix'), width, number, match.group('count'), match.group('suffix'))
+            if sibling not in names:
+                return '%s is there but %s is not' % (name, sibling)
+    return None
+
+
+def incomplete_reason(folder):
+    """Why a folder is not a whole checkpoint, or None when it is one: no config.json, no weights file at its top, a
+    weights file not whole, a file its index or a shard's name calls for missing. A folder that vanished: VANISHED."""
+    reason = _incomplete_reason(folder)
+    return VANISHED if reason and not os.path.isdir(folder) else reason
+
+
+def _incomplete_reason(folder):
+    later = ' (not a checkpoint, or not written completely)'
+    try:
+        names = set(os.listdir(folder))
+        if CONFIG not in names or not os.path.isfile(os.path.join(folder, CONFIG)):
+            return 'has no %s: not a checkpoint (or not written completely)' % CONFIG
+        weights = sorted(name for name in names if name.endswith(WEIGHT_SUFFIXES) and os.path.isfile(os.path.join(folder, name)))
+        if not weights:
+            return 'has no weights file (%s): not a checkpoint (or not written completely)' % ', '.join('*' + s for s in WEIGHT_SUFFIXES)
+        for name in weights:
+            reason = weights_reason(os.path.join(folder, name))
+            if reason:
+                return 'is not whole: %s%s' % (reason, later)
+        for name in sorted(name for name in names if name.endswith(INDEX_SUFFIXES)):
+            reason = index_reason(folder, name)
+            if reason:
+                return 'is not whole: %s%s' % (reason, later)
+        reason = shards_reason(set(weights))
+        if reason:
+            return 'is not whole: %s%s' % (reason, later)
     except OSError as exc:
+        if exc.errno == errno.ENOENT:
+            return VANISHED
         return 'cannot be read: %s' % (exc.strerror or exc)
-    if CONFIG not in names or not os.path.isfile(os.path.join(folder, CONFIG)):
-        return 'has no %s: not a checkpoint (or not written completely)' % CONFIG
-    if not any(name.endswith(WEIGHT_SUFFIXES) and os.path.isfile(os.path.join(folder, name)) for name in names):
-        return 'has no weights file (%s): not a checkpoint (or not written completely)' % ', '.join('*' + s for s in WEIGHT_SUFFIXES)
     return None
 
 
@@ -134,9 +234,11 @@ def _candidates(root, paths, pattern):
     if pattern is not None:
         found = sorted(path for path in glob.glob(pattern) if os.path.isdir(path))
         return [(os.path.normpath(path), False) for path in found]
-    if root is None or not os.path.isdir(root):
+    try:
+        names = sorted(os.listdir(root)) if root is not None else []
+    except (FileNotFoundError, NotADirectoryError):  # no root (or it vanished meanwhile): nothing to list
         return []
-    return [(os.path.join(root, name), False) for name in sorted(os.listdir(root)) if os.path.isdir(os.path.join(root, name))]
+    return [(os.path.join(root, name), False) for name in names if os.path.isdir(os.path.join(root, name))]
 
 
 def list_checkpoints(root=None, paths=None, pattern=None, checksums=False, names=None):
@@ -145,7 +247,8 @@ def list_checkpoints(root=None, paths=None, pattern=None, checksums=False, names
     root: its direct subfolders (a missing root lists nothing); paths: these folders, each of which must be a
     checkpoint (else it is a problem); pattern: the folders glob.glob finds. Hidden folders (.incoming-*, the
     trainer's .checkpoint-<step>.tmp) are never listed and are not problems; neither are folders whose name gives no
-    step (final, latest) under root or a pattern. A folder without config.json or a weights file is skipped and noted.
+    step (final, latest) under root or a pattern. A folder that is not a whole checkpoint (incomplete_reason) is
+    skipped and noted, and so is one that vanished or changed while it was read (checked again after its record).
     checksums: sha256 of every file; names: only these checkpoints get them (a name not found is a problem).
     problems: [{path, reason}].
     """
@@ -168,7 +271,18 @@ def list_checkpoints(root=None, paths=None, pattern=None, checksums=False, names
             problems.append({'path': folder, 'reason': reason})
             continue
         wanted = checksums and (names is None or name in names)
-        records.append(checkpoint_record(folder, wanted))
+        try:
+            record = checkpoint_record(folder, wanted)
+        except OSError as exc:
+            problems.append({'path': folder, 'reason': VANISHED if exc.errno == errno.ENOENT else
+                             'cannot be read: %s' % (exc.strerror or exc)})
+            continue
+        # a rotation that deleted it (or a trainer that rewrote it) while its files were read: the record is not it
+        reason = incomplete_reason(folder)
+        if reason:
+            problems.append({'path': folder, 'reason': reason if reason == VANISHED else 'changed while it was listed: ' + reason})
+            continue
+        records.append(record)
     for missing in sorted(set(names or ()) - set(record['name'] for record in records)) if checksums else ():
         problems.append({'path': missing, 'reason': 'was named for checksums and is not among the checkpoints listed'})
     records.sort(key=lambda record: (record['step'], record['name']))

@@ -30,7 +30,7 @@ _INT_PROPERTIES = ('MainPID', 'NRestarts')
 SYSTEMD_RUN_DIR = '/run/systemd/system'
 GLOB_CHARS = ('*', '?', '[')
 # Unit name characters systemd accepts, plus the glob characters fnmatch understands.
-_UNIT_NAME_RE = re.compile(r'^[A-Za-z0-9:_.\\@*?\[\]!-]+$')
+_UNIT_NAME_RE = re.compile(r'[A-Za-z0-9:_.\\@*?\[\]!-]+\Z')
 # list-units marks failed and not-found units with a bullet (a '*' in the C locale).
 _BULLETS = ('*', '\u25cf', '\u25cb', '\u00d7')
 
@@ -90,7 +90,7 @@ def parse_show(text):
             current = None
             continue
         key, sep, value = line.partition('=')
-        if not sep or not key or not re.match(r'^[A-Za-z][A-Za-z0-9]*$', key):
+        if not sep or not key or not re.match(r'[A-Za-z][A-Za-z0-9]*\Z', key):
             raise ValueError('systemctl show line %d is not KEY=VALUE: %r' % (number, line))
         if current is None:
             current = {}

@@ -17,12 +17,16 @@ Backends, in the order 'auto' tries them: 'pynvml' (nvidia-ml-py, NVIDIA's bindi
 'ctypes' (_nvml, a small binding to libnvidia-ml.so.1), 'nvidia-smi' (`--query-gpu ... -lms`, a
 subprocess; no counter). Alongside power, each sample has SM utilization, memory used, SM and memory
 clocks, temperature and the clock event (throttle) reasons.
+
+A reading that is not a finite number (a driver's NaN or inf) is dropped where it is read, counted, and named in the
+figures' notes: telemetry never fails a run, and strict JSON (the result row) cannot hold it.
 """
 
 from __future__ import annotations
 
 import calendar
 import csv
+import math
 import subprocess
 import tempfile
 import threading
@@ -57,6 +61,8 @@ SMI_SAMPLE_KEYS = {
 }
 POWER_FIELDS = {'power.draw.instant': 'instant', 'power.draw': 'average', 'power.draw.average': 'average'}
 SAMPLE_KEYS = ('t', 'uuid', 'power_w', 'sm_util', 'mem_used_mib', 'sm_clock', 'mem_clock', 'temp_c', 'reasons')
+# The sample keys that hold a number read from the driver: a non-finite one (NaN, inf) is dropped (drop_non_finite).
+NUMBER_KEYS = ('power_w', 'sm_util', 'mem_used_mib', 'sm_clock', 'mem_clock', 'temp_c')
 SERIES_COLUMNS = ('t_s', 'uuid', 'power_w', 'sm_util', 'mem_used_mib', 'sm_clock', 'mem_clock', 'temp_c', 'reasons')
 # Reasons that mean the clocks were held back by power or heat, for `throttled`: every active one but gpu_idle.
 NOT_THROTTLE = ('gpu_idle',)
@@ -123,6 +129,34 @@ def parse_sample_line(line, fields, power_field='power.draw.instant', utc=False)
     if sample['t'] is None or sample['uuid'] is None:
         raise ValueError('sample has no timestamp or uuid (fields: %s): %r' % (','.join(fields), line))
     return sample
+
+
+def drop_non_finite(sample, dropped):
+    """The sample with each non-finite reading (NaN, inf) of NUMBER_KEYS set to None, counted in dropped
+    ({(uuid, key): count})."""
+    for key in NUMBER_KEYS:
+        value = sample.get(key)
+        if isinstance(value, float) and not math.isfinite(value):
+            sample[key] = None
+            dropped[(sample.get('uuid'), key)] = dropped.get((sample.get('uuid'), key), 0) + 1
+    return sample
+
+
+def finite_counters(counters, dropped):
+    """{uuid: mJ} of NVML's energy counter reads with a non-finite one as None (no counter), counted in dropped."""
+    for uuid, value in counters.items():
+        if isinstance(value, float) and not math.isfinite(value):
+            counters[uuid] = None
+            dropped[(uuid, 'energy_mj')] = dropped.get((uuid, 'energy_mj'), 0) + 1
+    return counters
+
+
+def dropped_note(dropped):
+    """The note naming the readings drop_non_finite and finite_counters dropped, or None when there were none."""
+    if not dropped:
+        return None
+    return 'non-finite readings dropped (NaN or inf from the driver): ' + ', '.join(
+        '%s of %s x%d' % (key, uuid, count) for (uuid, key), count in sorted(dropped.items()))
 
 
 def smi_command(nvidia_smi, fields, uuids, interval_s):
@@ -298,6 +332,7 @@ class NvmlReader:
         self.nvml = nvml
         self.uuids = list(uuids)
         self.notes = []
+        self.dropped = {}
         self.handles = {}
         for uuid in self.uuids:
             try:
@@ -330,7 +365,8 @@ class NvmlReader:
         return milliwatts / 1000.0 if milliwatts is not None else None
 
     def energy_mj(self):
-        return dict((uuid, self._get('nvmlDeviceGetTotalEnergyConsumption', handle)) for uuid, handle in self.handles.items())
+        return finite_counters(dict((uuid, self._get('nvmlDeviceGetTotalEnergyConsumption', handle))
+                                    for uuid, handle in self.handles.items()), self.dropped)
 
     def read(self):
         samples = []
@@ -346,7 +382,7 @@ class NvmlReader:
             reasons = self._get('nvmlDeviceGetCurrentClocksEventReasons', handle)
             if reasons is None:
                 reasons = self._get('nvmlDeviceGetCurrentClocksThrottleReasons', handle)
-            samples.append({
+            samples.append(drop_non_finite({
                 't': now,
                 'uuid': uuid,
                 'power_w': power,
@@ -356,7 +392,7 @@ class NvmlReader:
                 'mem_clock': self._get('nvmlDeviceGetClockInfo', handle, _nvml.NVML_CLOCK_MEM),
                 'temp_c': self._get('nvmlDeviceGetTemperature', handle, _nvml.NVML_TEMPERATURE_GPU),
                 'reasons': reasons,
-            })
+            }, self.dropped))
         return samples
 
     def close(self):
@@ -369,6 +405,7 @@ class SmiReader:
     def __init__(self, nvidia_smi, uuids, interval_s, probe_timeout_s=10.0):
         self.uuids = list(uuids)
         self.notes = []
+        self.dropped = {}
         self.fields = self._probe(nvidia_smi, probe_timeout_s)
         self.power_field = next(field for field in self.fields if field in POWER_FIELDS)
         self.power_source = POWER_FIELDS[self.power_field]
@@ -414,6 +451,7 @@ class SmiReader:
                 continue
             if sample is None:
                 continue
+            drop_non_finite(sample, self.dropped)
             if self._offset is None:
                 # nvidia-smi prints local time; a child with another TZ than ours shows as a whole-hours skew
                 skew = arrived - sample['t']
@@ -609,7 +647,7 @@ class Telemetry:
         per_gpu = [gpu_summary(uuid, samples, self.t_start, self.t_stop, self.counters_start[uuid], self.counters_stop[uuid])
                    for uuid in self.uuids]
         result = merge(per_gpu, duration)
-        notes = self.notes + self.reader.notes
+        notes = self.notes + self.reader.notes + [note for note in (dropped_note(self.reader.dropped),) if note]
         if result['energy_j'] is None:
             notes.append('no energy: no counter and no power samples on %s' % ','.join(
                 gpu['uuid'] for gpu in per_gpu if gpu['energy_j'] is None))

@@ -211,7 +211,9 @@ options:
         binding to the driver's C(libnvidia-ml.so.1)) and V(nvidia-smi) (C(--query-gpu ... -lms), a subprocess,
         no counter). V(off) measures nothing.
       - A telemetry failure never fails the run; the energy keys are then null and RV(result.energy_note) carries
-        the error.
+        the error. A reading that is not a finite number (a driver's NaN or inf) is dropped, counted in
+        RV(result.energy_note), and the figures come from the rest (null when nothing finite is left); the row is
+        written either way.
       - With O(harness=sglang) the sampling spans the client's whole process; the figures are narrowed to its
         measured run (its duration, ending when it wrote its output file) by the samples, so its
         RV(result.energy_method) is V(samples).
@@ -630,7 +632,9 @@ result:
       returned: always
       sample: telemetry-random-t0-c4-r1.csv
     energy_note:
-      description: Why there is no energy (telemetry off, no O(gpus), the backend's error), or what to know about it; null otherwise.
+      description:
+        - Why there is no energy (telemetry off, no O(gpus), the backend's error), or what to know about it (such as
+          the non-finite readings dropped); null otherwise.
       type: str
       returned: always
       sample: null

@@ -13,7 +13,14 @@ version_added: 0.5.0
 description:
   - A checkpoint is a folder holding C(config.json) and at least one weights file (C(*.safetensors) or C(*.bin)) at
     its top, whose name gives the training step (C(checkpoint-4000), C(checkpoint_4000), C(step-4000), C(step4000),
-    C(ckpt-4000), C(global_step4000) or C(4000)).
+    C(ckpt-4000), C(global_step4000) or C(4000)), matched whole (a name with a trailing newline gives no step).
+  - A folder a trainer is still writing is not listed; it is complete only when no weights file is empty, every
+    C(*.safetensors) file holds at least the 8 bytes of its header length and the header they declare, every file
+    the C(weight_map) of its index (C(*.index.json)) names is there and whole, and every shard a shard's name
+    calls for (C(model-00001-of-00002.safetensors)) is there. Otherwise it is named in RV(problems), with what is
+    missing or short.
+  - A folder that vanishes while it is listed (the trainer's rotation deletes old checkpoints, also while their
+    sha256 are read) or changes so that it is no longer complete is named in RV(problems), never a failure.
   - Lists the direct subfolders of O(root), the folders O(paths) names, or the folders O(pattern) matches on the host,
     as records sorted by step. Hidden folders (a copy in progress, C(.incoming-*); the trainer's save in progress,
     C(.checkpoint-<step>.tmp)) are never listed. Under O(root) or O(pattern), folders whose name gives no step
@@ -120,7 +127,9 @@ checkpoints:
       files: [{path: config.json, bytes: 912}, {path: model.safetensors, bytes: 262144}]
       installed: null
 problems:
-  description: Folders not listed and why (incomplete, not a checkpoint, missing), and names of O(names) not found.
+  description:
+    - Folders not listed and why (incomplete, not a checkpoint, missing, vanished or changed while listed), and names
+      of O(names) not found.
   returned: always
   type: list
   elements: dict

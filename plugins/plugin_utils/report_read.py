@@ -430,7 +430,7 @@ def result_name_regex(pattern):
         parts.append(re.escape(literal))
         if field is not None:
             parts.append(_NAME_FIELDS[field])
-    return re.compile('^%s$' % ''.join(parts))
+    return re.compile(r'%s\Z' % ''.join(parts))  # \Z, not $: a name with a final newline is no result file
 
 
 def run_key(match):

@@ -208,11 +208,18 @@ def test_monitor_serves_nothing_outside_the_run(host, path):
 
 
 def test_monitor_serves_the_runs_own_files(host):
-    status, body = http_get(host, "/files/run.json")
-    assert status == 200 and json.loads(body)["name"] == RUN
+    status, body = http_get(host, "/files/train.log")
+    assert status == 200 and body
     status, body = http_get(host, "/files/")
-    # and the GPU samples the monitor keeps there (issue 21)
-    assert status == 200 and set(json.loads(body)["files"]) == {"run.json", "run.sh", "train.log", "monitor-gpus.jsonl"}
+    # the log and the GPU samples the monitor keeps there (issue 21); only what the page reads (issue 29)
+    assert status == 200 and set(json.loads(body)["files"]) == {"train.log", "monitor-gpus.jsonl"}
+
+
+@pytest.mark.parametrize("name", ["run.sh", "run.json", "train_dflash.sh"])
+def test_monitor_serves_no_script_and_no_manifest(host, name):
+    # the service reads the root-only run folder as root; any local user reaches its port (issue 29)
+    status, _body = http_get(host, "/files/" + name)
+    assert status == 404
 
 
 def test_monitor_is_read_only(host):

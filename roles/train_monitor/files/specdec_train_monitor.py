@@ -12,14 +12,18 @@ GET /api/status       the same as JSON
 GET /api/events       a server-sent event with the status whenever it changes, and `history` events with the metric
                       points the page has not seen (?since=CURSOR, or the Last-Event-ID the browser sends back)
 GET /api/history      ?since=CURSOR: the metric points after the first CURSOR of the log's index, as JSON
-GET /files/           the run folder's files (top level) as JSON; GET /files/NAME one of them as text
+GET /files/           the run folder's files the page uses (the log, the evaluation, the GPU samples) as JSON;
+                      GET /files/NAME one of them as text. Nothing else of the run folder is served (SERVED_FILES)
 GET /api/evaluation   the latest evaluation of the run's checkpoints, <run-dir>/evaluation.json (playbooks/evaluate.yml
                       copies it there): {present, error, summary (the parsed JSON, or null), mtime, bytes}; the stream of
                       /api/events carries it as an `evaluation` event whenever it changes
 GET /evaluation.json  that file as it is (application/json), the page's link to it
 Anything else is 404; any other method (TRACE, PROPFIND, CONNECT, ... included) 405 with `Allow: GET, HEAD` and
-the same security headers. Only the run folder's own top-level regular files are served (no path traversal, no
-symlinks out), requests whose Host is not a loopback name (DNS rebinding) are refused, and the page's
+the same security headers. Only the run folder's files the page needs are served, by name (an allow-list: the
+log, evaluation.json, monitor-gpus.jsonl), each a top-level regular file that is not executable (no path traversal, no
+symlinks out): the service runs as root to read a root-only run folder, and any local user can reach its port, so
+run.sh, the trainer's scripts, a secrets or env file and anything else there stay unread. Requests whose Host is not
+a loopback name (DNS rebinding) are refused, and the page's
 Content-Security-Policy allows only its own script and style: log text reaches the page as text, never as markup.
 Progress is read from the log by _train_log.py (the collection's module_utils/_train_log.py, installed beside this
 file). The run's state comes from systemd (`systemctl show`), or, where PID 1 is not systemd, from the run's folder of
@@ -98,6 +102,8 @@ EVALUATION_BYTES = 1024 * 1024
 # Its top-level fields and the JSON types each may hold (absent or null: any of them may be).
 EVALUATION_FIELDS = (('campaign', str, 'a string'), ('generated', str, 'a string (UTC ISO time)'), ('run', str, 'a string'),
                      ('best', dict, 'an object'), ('checkpoints', list, 'a list of objects'), ('report', str, 'a string'))
+# What /files/ serves of the run folder besides the log (--log): the files the page and its links read, nothing else.
+SERVED_FILES = (EVALUATION, GPU_HISTORY)
 
 
 def import_telemetry():
@@ -695,27 +701,33 @@ class Monitor:
             'error': None,
         }
 
+    def served(self):
+        """The names /files/ may serve: the log and SERVED_FILES (an allow-list; never a script, a secret, run.json)."""
+        return tuple(name for name in (self.log_name,) + SERVED_FILES if name and '/' not in name and not name.startswith('.'))
+
     def files(self):
-        """The run folder's top-level regular files (no dot files, no symlinks), name -> size."""
+        """The served files that are in the run folder, name -> size (each a top-level regular file, not a symlink,
+        not executable)."""
         entries = {}
-        try:
-            with os.scandir(self.run_dir) as scan:
-                for entry in scan:
-                    if not entry.name.startswith('.') and entry.is_file(follow_symlinks=False):
-                        entries[entry.name] = entry.stat(follow_symlinks=False).st_size
-        except OSError:
-            pass
+        for name in self.served():
+            try:
+                info = os.lstat(os.path.join(self.run_dir, name))
+            except (OSError, ValueError):
+                continue
+            if stat.S_ISREG(info.st_mode) and not info.st_mode & 0o111:
+                entries[name] = info.st_size
         return dict(sorted(entries.items()))
 
     def open_file(self, name):
-        """An open binary file of the run folder, or None: one top-level regular file, by exact name."""
-        if not name or name.startswith('.') or any(char in name for char in '/\\\x00') or name not in self.files():
+        """An open binary file of the run folder, or None: one served file (files()), by exact name."""
+        if not name or name.startswith('.') or any(char in name for char in '/\\\x00') or name not in self.served():
             return None
         try:
             descriptor = os.open(os.path.join(self.run_dir, name), os.O_RDONLY | getattr(os, 'O_NOFOLLOW', 0))
         except OSError:
             return None
-        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+        info = os.fstat(descriptor)
+        if not stat.S_ISREG(info.st_mode) or info.st_mode & 0o111:
             os.close(descriptor)
             return None
         return os.fdopen(descriptor, 'rb')

@@ -234,8 +234,50 @@ def test_the_runs_own_files_are_served_as_text(service):
     assert code == 200 and body.startswith(b'Loading\n')
     assert headers['Content-Type'] == 'text/plain; charset=utf-8' and headers['X-Content-Type-Options'] == 'nosniff'
     code, _headers, body = service.request('/files/')
-    assert json.loads(body)['files'] == {'run.json': os.path.getsize(os.path.join(service.run_dir, 'run.json')),
-                                         'train.log': os.path.getsize(service.log)}
+    assert json.loads(body)['files'] == {'train.log': os.path.getsize(service.log)}
+
+
+# What train_run writes into the run folder beside the log (root's, 0750): the launcher and the pipeline scripts, the
+# manifest; and what a trainer or a person may leave there: an env file with a token, a private key.
+NOT_FOR_THE_PAGE = {'run.sh': (0o600, b'#!/bin/bash\nexport HF_TOKEN=hf_secret\n'),
+                    'train_dflash.sh': (0o750, b'#!/bin/bash\nWANDB_API_KEY=wandb_secret\n'),
+                    'train-dflash-test.env': (0o600, b'HF_TOKEN="hf_secret"\n'),
+                    'secrets.env': (0o644, b'WANDB_API_KEY=wandb_secret\n'),
+                    'run.json': (0o644, b'{"name": "dflash-test", "settings": {"env": {"X": "secret"}}}\n'),
+                    'id_rsa': (0o600, b'-----BEGIN OPENSSH PRIVATE KEY----- secret\n')}
+
+
+def test_only_the_files_the_page_needs_are_served(service):
+    """Issue 29: the service runs as root and any local user (nobody) can reach its port: /files/ served run.sh
+    (0600) and any other file of the root-only run folder. Only the page's files are served, by an allow-list: the
+    log it links, evaluation.json and the GPU samples; a script, a secret, an env file, the manifest are 404."""
+    for name, (mode, data) in NOT_FOR_THE_PAGE.items():
+        path = os.path.join(service.run_dir, name)
+        with open(path, 'wb') as handle:
+            handle.write(data)
+        os.chmod(path, mode)
+    page_files = {'evaluation.json': b'{"run": "dflash-test"}\n', 'monitor-gpus.jsonl': b'{"t": 1.0, "gpu": "0"}\n'}
+    for name, data in page_files.items():
+        with open(os.path.join(service.run_dir, name), 'wb') as handle:
+            handle.write(data)
+    for name in NOT_FOR_THE_PAGE:
+        code, _headers, body = service.request('/files/' + name)
+        assert code in (403, 404) and b'secret' not in body, (name, code, body)
+        assert service.request('/files/' + name, method='HEAD')[0] in (403, 404)
+    for name, data in page_files.items():
+        code, _headers, body = service.request('/files/' + name)
+        assert code == 200 and body == data, name
+    assert service.request('/files/train.log')[0] == 200
+    code, _headers, body = service.request('/files/')
+    assert code == 200 and set(json.loads(body)['files']) == {'train.log', 'evaluation.json', 'monitor-gpus.jsonl'}
+    assert b'secret' not in body and b'run.sh' not in body
+
+
+def test_an_executable_log_is_not_served(service):
+    """Never a script: a served name that is executable (a log replaced by a script) is refused too."""
+    os.chmod(service.log, 0o755)
+    assert service.request('/files/train.log')[0] == 404
+    assert json.loads(service.request('/files/')[2])['files'] == {}
 
 
 @pytest.mark.parametrize('method', ['POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS', 'TRACE', 'PROPFIND', 'CONNECT',

@@ -8,12 +8,20 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
+import struct
 
 import pytest
 
 from ansible_collections.specdec.bench.plugins.module_utils import _checkpoint as ckpt
 
-WEIGHTS = bytes(range(256)) * 1024  # 262144 bytes
+
+def safetensors(data, header=b'{}'):
+    """A safetensors file's bytes: its header's length (8 bytes, little endian), the header, then the data."""
+    return struct.pack('<Q', len(header)) + header + data
+
+
+WEIGHTS = safetensors(bytes(range(256)) * 1024)[:262144]  # 262144 bytes, a whole safetensors file
 
 
 def make_checkpoint(folder, step, weights=WEIGHTS, extra=None):
@@ -272,3 +280,110 @@ def test_bad_arguments_name_the_field(copy, field, value, words):
         ckpt.install(args['staging'], args['dest'], manifest)
     assert words in str(error.value)
     assert staging.exists() and not dest.exists()
+
+
+# --- issue 29: checkpoints listed while a trainer writes or rotates them, and names with a trailing newline
+
+def sharded(folder, shards=2, written=None, index=True):
+    """A sharded checkpoint as save_pretrained writes it: config.json, model-0000i-of-0000n.safetensors (the first
+    `written` of them) and model.safetensors.index.json naming them all."""
+    folder.mkdir(parents=True)
+    (folder / 'config.json').write_text('{}')
+    names = ['model-%05d-of-%05d.safetensors' % (number, shards) for number in range(1, shards + 1)]
+    for name in names[:shards if written is None else written]:
+        (folder / name).write_bytes(safetensors(b'\0' * 64, b'{"w":{"dtype":"BF16","shape":[32],"data_offsets":[0,64]}}'))
+    if index:
+        (folder / 'model.safetensors.index.json').write_text(json.dumps(
+            {'metadata': {'total_size': 64 * shards}, 'weight_map': dict(('layer%d.w' % i, name) for i, name in enumerate(names))}))
+    return folder
+
+
+@pytest.mark.parametrize(('write', 'words'), [
+    (lambda folder: sharded(folder, written=1),
+     'model.safetensors.index.json names model-00002-of-00002.safetensors, which is not there'),
+    (lambda folder: sharded(folder, written=1, index=False),
+     'model-00001-of-00002.safetensors is there but model-00002-of-00002.safetensors is not'),
+    (lambda folder: make_checkpoint(folder, 1, weights=b''), 'model.safetensors is empty'),
+    (lambda folder: make_checkpoint(folder, 1, weights=struct.pack('<Q', 100) + b'{"w"'),
+     'model.safetensors has 12 bytes, fewer than the 108 its header declares'),
+    (lambda folder: make_checkpoint(folder, 1, weights=b'\x02\0\0'),
+     'model.safetensors has 3 bytes, fewer than the 8 of a safetensors header length'),
+    (lambda folder: make_checkpoint(folder, 1, extra={'model.safetensors.index.json': b'{"weight_map": {"a": "model.saf'}),
+     'model.safetensors.index.json is not a JSON object'),
+    (lambda folder: make_checkpoint(folder, 1, extra={'pytorch_model.bin': b''}), 'pytorch_model.bin is empty'),
+])
+def test_a_checkpoint_still_being_written_is_not_listed(tmp_path, write, words):
+    root = tmp_path / 'checkpoints'
+    make_checkpoint(root / 'checkpoint-200', 200)
+    write(root / 'checkpoint-400')
+    records, problems = ckpt.list_checkpoints(root=str(root))
+    assert [record['name'] for record in records] == ['checkpoint-200']
+    assert [problem['path'] for problem in problems] == [str(root / 'checkpoint-400')]
+    assert problems[0]['reason'].startswith('is not whole: ' + words), problems[0]['reason']
+
+
+def test_a_whole_sharded_checkpoint_is_listed(tmp_path):
+    folder = sharded(tmp_path / 'checkpoint-400', shards=3)
+    records, problems = ckpt.list_checkpoints(paths=[str(folder)])
+    assert problems == [] and [record['step'] for record in records] == [400]
+    assert [entry['path'] for entry in records[0]['files']] == [
+        'config.json', 'model-00001-of-00003.safetensors', 'model-00002-of-00003.safetensors',
+        'model-00003-of-00003.safetensors', 'model.safetensors.index.json']
+
+
+@pytest.mark.parametrize('where', ['checkpoint_files', 'file_sha256', 'listdir'])
+def test_rotation_while_listing_is_a_problem_not_an_exception(runroot, monkeypatch, where):
+    """The trainer's rotation deletes checkpoint-400 while it is listed with checksums (it raised FileNotFoundError):
+    it is skipped with a note, and the rest is listed."""
+    victim = str(runroot / 'checkpoint-400')
+    target = ckpt if where != 'listdir' else ckpt.os
+    original = getattr(target, where)
+
+    def rotating(path, *args, **kwargs):
+        if path.startswith(victim) and os.path.isdir(victim):
+            shutil.rmtree(victim)
+        return original(path, *args, **kwargs)
+
+    monkeypatch.setattr(target, where, rotating)
+    records, problems = ckpt.list_checkpoints(root=str(runroot), checksums=True)
+    assert [record['name'] for record in records] == ['checkpoint-800']
+    assert {'path': victim, 'reason': ckpt.VANISHED} in problems
+    assert len(problems) == 3  # and the two incomplete folders, as before
+
+
+def test_a_folder_emptied_while_its_files_are_read_is_not_listed(runroot, monkeypatch):
+    """A rotation half done when the files were read (config.json gone, the rest listed) is no checkpoint."""
+    victim = runroot / 'checkpoint-400'
+    original = ckpt.checkpoint_record
+
+    def half_rotated(folder, checksums=False):
+        record = original(folder, checksums)
+        if folder == str(victim):
+            (victim / 'config.json').unlink()
+        return record
+
+    monkeypatch.setattr(ckpt, 'checkpoint_record', half_rotated)
+    records, problems = ckpt.list_checkpoints(root=str(runroot))
+    assert [record['name'] for record in records] == ['checkpoint-800']
+    reason = 'changed while it was listed: has no config.json: not a checkpoint (or not written completely)'
+    assert {'path': str(victim), 'reason': reason} in problems
+
+
+@pytest.mark.parametrize('name', ['checkpoint-400\n', '400\n', 'step-400\n', 'checkpoint-400\n\n'])
+def test_a_name_with_a_trailing_newline_gives_no_step(tmp_path, name):
+    assert ckpt.step_of(name) is None
+    root = tmp_path / 'checkpoints'
+    make_checkpoint(root / name, 400)
+    make_checkpoint(root / 'checkpoint-800', 800)
+    records, problems = ckpt.list_checkpoints(root=str(root))
+    assert [record['name'] for record in records] == ['checkpoint-800'] and problems == []
+    records, problems = ckpt.list_checkpoints(paths=[str(root / name)])
+    assert records == [] and 'gives no training step' in problems[0]['reason']
+
+
+def test_a_manifest_sha256_with_a_trailing_newline_is_refused(tmp_path):
+    folder = make_checkpoint(tmp_path / 'checkpoint-400', 400)
+    manifest = manifest_of(folder)
+    manifest['files'][0]['sha256'] += '\n'
+    with pytest.raises(ckpt.CheckpointError, match=r'manifest.files\[0\].sha256 must be 64 hex digits'):
+        ckpt.check_manifest(manifest)

@@ -444,3 +444,42 @@ def test_no_samples_and_no_counter_is_said(monkeypatch):
     result = run_window(tel.Telemetry([UUID], interval_s=0.05, backend='pynvml'), 2)
     assert result['energy_j'] is None and result['avg_power_w'] is None
     assert any(note.startswith('no energy: no counter and no power samples on ' + UUID) for note in result['notes'])
+
+
+def test_non_finite_readings_are_dropped_with_a_note(monkeypatch, tmp_path):
+    """Issue 29: NaN power (every other read, a double field), an infinite temperature and a NaN energy counter are
+    dropped where they are read and named in the notes; the figures come from the finite readings and hold no NaN."""
+    module = fake_pynvml()
+    reads = []
+
+    def fields(uuid, ids):
+        reads.append(uuid)
+        value = float('nan') if len(reads) % 2 else 412000.0
+        return [types.SimpleNamespace(fieldId=ids[0], nvmlReturn=0, valueType=0, value=types.SimpleNamespace(dVal=value))]
+    module.nvmlDeviceGetFieldValues = fields
+    module.nvmlDeviceGetTemperature = lambda uuid, sensor: float('inf')
+    module.nvmlDeviceGetTotalEnergyConsumption = lambda uuid: float('nan')
+    monkeypatch.setitem(sys.modules, 'pynvml', module)
+    telemetry = tel.Telemetry([UUID], interval_s=0.05, backend='pynvml')
+    result = run_window(telemetry, 4)
+    assert result['method'] == 'samples' and result['avg_power_w'] == pytest.approx(412.0)
+    assert result['per_gpu'][0]['temp_c_max'] is None
+    json.dumps(result, allow_nan=False)  # what the result row's writer does
+    note = next(note for note in result['notes'] if note.startswith('non-finite readings dropped'))
+    assert 'energy_mj of %s x' % UUID in note and 'power_w of %s x' % UUID in note and 'temp_c of %s x' % UUID in note
+    path = str(tmp_path / 'series.csv')
+    telemetry.write_series(path)
+    with open(path, encoding='utf-8') as handle:
+        assert 'nan' not in handle.read().lower()
+
+
+def test_drop_non_finite_on_a_nvidia_smi_line():
+    fields = ('timestamp', 'uuid', 'power.draw.instant', 'utilization.gpu', 'temperature.gpu')
+    sample = tel.parse_sample_line('2026/12/02 10:00:00.000, %s, nan, 99, inf' % UUID, fields, utc=True)
+    dropped = {}
+    assert tel.drop_non_finite(sample, dropped) is sample
+    assert (sample['power_w'], sample['sm_util'], sample['temp_c']) == (None, 99, None)
+    assert dropped == {(UUID, 'power_w'): 1, (UUID, 'temp_c'): 1}
+    assert tel.dropped_note(dropped) == 'non-finite readings dropped (NaN or inf from the driver): power_w of %s x1, ' \
+                                        'temp_c of %s x1' % (UUID, UUID)
+    assert tel.dropped_note({}) is None

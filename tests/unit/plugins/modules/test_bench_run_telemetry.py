@@ -224,3 +224,32 @@ def test_sglang_harness_energy_over_the_clients_measured_run(run_module, powered
     assert 'measured run' in row['energy_note']
     rows = read_series(tmp_path)
     assert tuple(rows[0]) == SERIES_COLUMNS and {r[1] for r in rows[1:]} == {GPU1}
+
+
+def test_a_nan_from_the_driver_never_discards_the_run(run_module, powered, tmp_path, monkeypatch):
+    """Issue 29: a GPU with no energy counter whose instant power reads NaN (a double field NVML fills with NaN) made
+    the row's energy NaN, which strict JSON refused: the measured run's row was never written. The NaN readings are
+    dropped, the note says so, and the row is written."""
+    fake = sys.modules['pynvml']
+    fields = fake.nvmlDeviceGetFieldValues
+
+    def no_counter(handle):
+        raise fake.NVMLError(fake.NVML_ERROR_NOT_SUPPORTED)
+
+    def nan_power(handle, ids):
+        values = fields(handle, ids)
+        for value in values:
+            if value.fieldId == fake.NVML_FI_DEV_POWER_INSTANT:
+                value.nvmlReturn, value.valueType, value.value.dVal = 0, fake.NVML_VALUE_TYPE_DOUBLE, float('nan')
+        return values
+
+    monkeypatch.setattr(fake, 'nvmlDeviceGetTotalEnergyConsumption', no_counter)
+    monkeypatch.setattr(fake, 'nvmlDeviceGetFieldValues', nan_power)
+    result = run_module(bench_run, args(powered, tmp_path, telemetry='pynvml'))
+    assert result['exit_code'] == 0, result
+    row = read_result(tmp_path)
+    assert row['complete'] is True and row['completed'] == 16
+    assert row['energy_j'] is None and row['avg_power_w'] is None and row['idle_power_w'] is None
+    assert row['output_tokens_per_j'] is None and row['energy_backend'] == 'pynvml'
+    assert 'non-finite' in row['energy_note'] and 'power_w' in row['energy_note'] and GPU1 in row['energy_note']
+    assert all(cell != 'nan' for line in read_series(tmp_path)[1:] for cell in line)

@@ -8,14 +8,21 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
+import struct
 
 from ansible_collections.specdec.bench.plugins.modules import checkpoint_facts
+
+
+def safetensors(data):
+    """A safetensors file's bytes: its header's length (8 bytes, little endian), the header ({}), then the data."""
+    return struct.pack('<Q', 2) + b'{}' + data
 
 
 def make_checkpoint(folder, data=b'weights'):
     folder.mkdir(parents=True)
     (folder / 'config.json').write_text(json.dumps({'specdec_sim': {'step': 1, 'quality': 0.5}}))
-    (folder / 'model.safetensors').write_bytes(data)
+    (folder / 'model.safetensors').write_bytes(safetensors(data))
 
 
 def test_root_lists_checkpoints_sorted_by_step(run_module, tmp_path):
@@ -26,7 +33,7 @@ def test_root_lists_checkpoints_sorted_by_step(run_module, tmp_path):
     result = run_module(checkpoint_facts, dict(root=str(root)))
     assert result['exit_code'] == 0 and result['changed'] is False and result['root_exists'] is True
     assert [(c['name'], c['step']) for c in result['checkpoints']] == [('checkpoint-200', 200), ('checkpoint-1000', 1000)]
-    assert result['checkpoints'][0]['files'][1] == {'path': 'model.safetensors', 'bytes': 7}
+    assert result['checkpoints'][0]['files'][1] == {'path': 'model.safetensors', 'bytes': 17}
     assert [p['path'] for p in result['problems']] == [str(root / 'checkpoint-1400')]
     assert result['space'] is None
 
@@ -39,7 +46,7 @@ def test_checksums_for_named_checkpoints_and_space(run_module, tmp_path):
                                                space_path=str(tmp_path / 'shipped' / 'demo')))
     first, second = result['checkpoints']
     assert 'sha256' not in first['files'][1]
-    assert second['files'][1]['sha256'] == hashlib.sha256(b'two').hexdigest()
+    assert second['files'][1]['sha256'] == hashlib.sha256(safetensors(b'two')).hexdigest()
     info = os.statvfs(str(tmp_path))
     assert result['space'] == {'path': str(tmp_path), 'free_bytes': info.f_bavail * info.f_frsize}
 
@@ -68,3 +75,27 @@ def test_exactly_one_source_and_names_need_checksums(run_module, tmp_path):
     assert none['failed'] and 'one of the following is required' in none['msg']
     names = run_module(checkpoint_facts, dict(root=str(tmp_path), names=['checkpoint-1']))
     assert names['failed'] and names['msg'] == 'names picks the checkpoints whose files get sha256; it needs checksums: true'
+
+
+def test_rotation_during_a_checksum_listing_is_a_problem_not_a_failure(run_module, tmp_path, monkeypatch):
+    """Issue 29: the trainer's rotation deleted a checkpoint while its sha256 were read: FileNotFoundError failed the
+    listing (488 of 1253 listings). It is skipped with a note; a checkpoint still being written is not listed."""
+    from ansible_collections.specdec.bench.plugins.module_utils import _checkpoint  # pylint: disable=import-outside-toplevel
+    root = tmp_path / 'checkpoints'
+    for name in ('checkpoint-100', 'checkpoint-200', 'checkpoint-300'):
+        make_checkpoint(root / name)
+    (root / 'checkpoint-300' / 'model.safetensors').write_bytes(b'')  # the trainer is writing it
+    sha256 = _checkpoint.file_sha256
+
+    def rotating(path, *args):
+        if os.path.isdir(str(root / 'checkpoint-100')):
+            shutil.rmtree(str(root / 'checkpoint-100'))
+        return sha256(path, *args)
+
+    monkeypatch.setattr(_checkpoint, 'file_sha256', rotating)
+    result = run_module(checkpoint_facts, dict(root=str(root), checksums=True))
+    assert result['exit_code'] == 0, result
+    assert [c['name'] for c in result['checkpoints']] == ['checkpoint-200']
+    reasons = dict((os.path.basename(p['path']), p['reason']) for p in result['problems'])
+    assert reasons['checkpoint-100'].startswith('vanished while it was listed')
+    assert reasons['checkpoint-300'].startswith('is not whole: model.safetensors is empty')

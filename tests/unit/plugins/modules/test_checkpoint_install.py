@@ -6,10 +6,14 @@
 from __future__ import annotations
 
 import json
+import struct
 
 import pytest
 
 from ansible_collections.specdec.bench.plugins.modules import checkpoint_facts, checkpoint_install
+
+# a whole safetensors file of 4096 bytes: its header's length (8 bytes, little endian), the header, the data
+WEIGHTS = struct.pack('<Q', 2) + b'{}' + b'\x01' * 4086
 
 
 @pytest.fixture(name='shipment')
@@ -18,7 +22,7 @@ def shipment_(run_module, tmp_path):
     source = tmp_path / 'train' / 'checkpoint-400'
     source.mkdir(parents=True)
     (source / 'config.json').write_text('{"specdec_sim": {"step": 400, "quality": 0.4}}')
-    (source / 'model.safetensors').write_bytes(b'\x01' * 4096)
+    (source / 'model.safetensors').write_bytes(WEIGHTS)
     listed = run_module(checkpoint_facts, dict(paths=[str(source)], checksums=True))['checkpoints'][0]
     staging = tmp_path / 'bench' / '.incoming-checkpoint-400'
     staging.mkdir(parents=True)
@@ -34,7 +38,7 @@ def test_installs_then_is_unchanged(run_module, shipment):
     args, staging, dest = shipment
     result = run_module(checkpoint_install, args)
     assert result['exit_code'] == 0 and result['changed'] and result['files'] == 2 and result['bytes'] == 4096 + len((dest / 'config.json').read_bytes())
-    assert not staging.exists() and (dest / 'model.safetensors').read_bytes() == b'\x01' * 4096
+    assert not staging.exists() and (dest / 'model.safetensors').read_bytes() == WEIGHTS
     assert json.loads((dest / '.specdec-checkpoint.json').read_text())['source_host'] == 'a100box'
     again = run_module(checkpoint_install, args)
     assert again['exit_code'] == 0 and again['changed'] is False and again['reason'] == 'already installed'
