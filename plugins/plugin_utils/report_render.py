@@ -190,7 +190,7 @@ def _best_stage(group, concurrency):
 # does not take \$ as a plain $ outside math; an entity is never a delimiter.
 _MD_SPECIAL = {'&': '&amp;', '<': '&lt;', '>': '&gt;', '|': '\\|', '\\': '\\\\', '`': '\\`', '[': '\\[', ']': '\\]',
                '$': '&#36;', '\n': ' ', '\r': ' '}
-_MD_CODE_RE = re.compile(r'^[A-Za-z0-9._:/@+=, -]+$')
+_MD_CODE_RE = re.compile(r'[A-Za-z0-9._:/@+=, -]+\Z')  # \Z, not $: a final newline would end a table row
 
 
 def md_escape(text):

@@ -4,7 +4,8 @@
 """Issue 29: a name from a host is matched whole. Python's `$` also matches before a final newline, so
 'checkpoint-400\\n' was a step and 'result-...json\\n' a result file; every pattern that checks such a name ends in
 \\Z (or is applied with fullmatch). The shared id pattern (module_utils/_common.py, the id test, the id_pattern
-filter), the result file names the report reads, and systemd unit names."""
+filter), the result file names the report reads, the host text report.md writes as code, and systemd unit
+names."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import pytest
 from ansible_collections.specdec.bench.plugins.filter.contracts import id_pattern
 from ansible_collections.specdec.bench.plugins.module_utils import _common, _systemd
 from ansible_collections.specdec.bench.plugins.module_utils._checkpoint import step_of
-from ansible_collections.specdec.bench.plugins.plugin_utils import report_read
+from ansible_collections.specdec.bench.plugins.plugin_utils import report_read, report_render
 from ansible_collections.specdec.bench.plugins.test.id import id_test
 
 NEWLINES = ('\n', '\r\n', '\n\n')
@@ -42,3 +43,9 @@ def test_a_result_file_name_is_matched_whole():
 def test_a_unit_name_is_matched_whole():
     assert _systemd._UNIT_NAME_RE.match('sglang.service') is not None  # pylint: disable=protected-access
     assert _systemd._UNIT_NAME_RE.match('sglang.service\n') is None  # pylint: disable=protected-access
+
+
+def test_host_text_with_a_final_newline_is_never_inline_code():
+    """report.md writes host text as `code` only when it is safe: a final newline inside backticks ended the table row."""
+    assert report_render._md_code('/models/Qwen3-8B') == '`/models/Qwen3-8B`'  # pylint: disable=protected-access
+    assert report_render._md_code('/models/Qwen3-8B\n') == '/models/Qwen3-8B '  # pylint: disable=protected-access
