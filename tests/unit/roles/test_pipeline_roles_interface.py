@@ -104,3 +104,23 @@ def test_no_literal_systemd_folder_in_the_tasks(role):
     for path in task_files(role):
         with open(path, encoding='utf-8') as handle:
             assert '/etc/systemd/system' not in handle.read(), path
+
+
+def _yaml_files(*folders):
+    for folder in folders:
+        for root, _dirs, names in os.walk(os.path.join(REPO, folder)):
+            for name in names:
+                if name.endswith(('.yml', '.yaml')):
+                    yield os.path.join(root, name)
+
+
+def test_every_entry_point_is_named_so_that_its_spec_is_validated():
+    """ansible-core looks a role's argument spec up by the exact tasks_from string: `tasks_from: wave.yml` ran the wave
+    entry point with no validation of its options; `tasks_from: wave` validates them."""
+    named_with_extension = []
+    for path in _yaml_files('roles', 'playbooks', 'molecule', 'tests/sim'):
+        with open(path, encoding='utf-8') as handle:
+            for number, line in enumerate(handle, 1):
+                if re.search(r'\btasks_from:\s*["\']?[\w./-]+\.ya?ml\b', line):
+                    named_with_extension.append('%s:%d: %s' % (os.path.relpath(path, REPO), number, line.strip()))
+    assert not named_with_extension
