@@ -572,7 +572,7 @@ _TEX_SPECIAL = {'\\': r'\textbackslash{}', '&': r'\&', '%': r'\%', '$': r'\$', '
 TEX_TEXT = frozenset(
     [chr(code) for code in range(0x20, 0x7f)] +
     [chr(code) for code in range(0xa0, 0x180) if chr(code) not in '\xad«»ÐÞðþĄąĐđĘęĦħĮįĸĿŀŉŊŋŦŧŲųſ'] +
-    list('‐‑‒–—―‖‘’“”†‡•…‰€™'))
+    list('\u2010\u2011\u2012\u2013\u2014\u2015\u2016\u2018\u2019\u201c\u201d\u2020\u2021\u2022\u2026\u2030\u20ac\u2122'))
 
 
 def tex_escape(text):

@@ -115,8 +115,9 @@ def test_the_keepers_renewal_runs_as_it_does_on_a_host(tmp_path):
     command = lease_keeper.renew_command(sys.executable, [str(lease), str(tmp_path / 'b.lease')])
     out = subprocess.run(['/bin/sh', '-c', command], capture_output=True, text=True, check=True, timeout=60).stdout
     held.close()
-    assert lease_keeper.parse_renewal(out) == [{'path': str(lease), 'renewed': True, 'running': True},
-                                              {'path': str(tmp_path / 'b.lease'), 'renewed': False, 'running': False}]
+    assert lease_keeper.parse_renewal(out) == [
+        {'path': str(lease), 'renewed': True, 'running': True},
+        {'path': str(tmp_path / 'b.lease'), 'renewed': False, 'running': False}]
     assert os.stat(lease).st_mtime > 1 and not (tmp_path / 'b.lease').exists()
     with pytest.raises(ValueError):
         lease_keeper.parse_renewal('Traceback ...')

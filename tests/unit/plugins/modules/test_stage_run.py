@@ -248,9 +248,9 @@ def test_a_stage_run_killed_while_its_controller_is_gone_leaves_no_server_runnin
     args = stage.args([stage.run(1, output_len=600, request_timeout=120)], lease_file=str(stage.tmp / 'stages' / 'x.lease'),
                       lease_timeout=0)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(path for path in sys.path if path))
-    proc = subprocess.Popen([sys.executable, '-c', 'from ansible_collections.specdec.bench.plugins.modules import stage_run; '  # pylint: disable=consider-using-with
-                             'stage_run.main()'], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            env=env, text=True)
+    code = 'from ansible_collections.specdec.bench.plugins.modules import stage_run; stage_run.main()'
+    proc = subprocess.Popen([sys.executable, '-c', code], stdin=subprocess.PIPE,  # pylint: disable=consider-using-with
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, text=True)
     proc.stdin.write(json.dumps({'ANSIBLE_MODULE_ARGS': args}))
     proc.stdin.close()
     try:

@@ -218,8 +218,8 @@ def test_text_that_a_spreadsheet_would_run_is_neutralized_in_every_csv(tmp_path)
     out = tmp_path / 'out'
     made = generate(str(root), 'c', str(out), synth.LAYOUT, plots=False, compare_to='c-before')
     assert made['skipped_files'] == []
-    tables = {name: csv_rows(out / name) for name in ('results.csv', 'results-repeats.csv', 'results-categories.csv',
-                                                       'compare-c-before.csv')}
+    names = ('results.csv', 'results-repeats.csv', 'results-categories.csv', 'compare-c-before.csv')
+    tables = {name: csv_rows(out / name) for name in names}
     numbers = []
     for name, rows in tables.items():
         assert rows, name
@@ -235,7 +235,6 @@ def test_text_that_a_spreadsheet_would_run_is_neutralized_in_every_csv(tmp_path)
     dflash = rows[('tp1-dflash-n16', '1')]
     assert (dflash['gpu_name'], dflash['driver'], dflash['sglang_version']) == ("'" + GPU_FORMULA, "'+1+1", "'" + VERSION_FORMULA)
     assert dflash['method'] == "'" + METHOD_FORMULA
-
 
 
 @pytest.mark.parametrize(('value', 'cell'), [
