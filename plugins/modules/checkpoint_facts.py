@@ -9,7 +9,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 module: checkpoint_facts
 short_description: List a host's drafter checkpoint folders with their steps, files, sizes and (optionally) sha256
-version_added: 0.5.0
+version_added: 0.4.0
 description:
   - A checkpoint is a folder holding C(config.json) and at least one weights file (C(*.safetensors) or C(*.bin)) at
     its top, whose name gives the training step (C(checkpoint-4000), C(checkpoint_4000), C(step-4000), C(step4000),

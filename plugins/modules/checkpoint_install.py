@@ -9,7 +9,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 module: checkpoint_install
 short_description: Verify a copied drafter checkpoint against its source's sha256 and rename it into place, never over another
-version_added: 0.5.0
+version_added: 0.4.0
 description:
   - A checkpoint travels into a staging folder beside its destination (O(staging), named C(.incoming-*)); this module
     checks that the copy holds exactly the files of O(manifest) (no file missing, none extra, each with its size and

@@ -9,7 +9,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 module: page_cache_warm
 short_description: Read a model's and its drafts' weight files once into the host's page cache, when the free RAM allows it
-version_added: 0.5.0
+version_added: 0.4.0
 description:
   - Lists the files of O(paths) (a model folder, draft folders, or single files), adds up their bytes and, when they
     fit in O(max_fraction) of the host's C(MemAvailable) (C(/proc/meminfo)), reads each of them once from start to end,

@@ -104,7 +104,7 @@ options:
       marked noisy; a number above 0 and at most 1.
     type: float
     default: 0.05
-    version_added: 0.5.0
+    version_added: 0.4.0
 requirements:
   - matplotlib on the controller for the plots (optional).
   - numpy and scipy on the controller for the statistics (in the collection's requirements.txt).
@@ -207,7 +207,7 @@ evaluation:
   returned: when a row has a step
   type: str
   sample: /work/reports/dflash-eval/evaluation.json
-  version_added: 0.5.0
+  version_added: 0.4.0
 best_checkpoint:
   description:
     - The checkpoint with the highest overall speedup (the mean over the datasets weighted by their prompt counts, at
@@ -216,7 +216,7 @@ best_checkpoint:
   type: dict
   sample: {host: ct200, tp: 1, method: dflash, setting: DFlash n=16, step: 500, name: checkpoint-500, speedup: 3.1,
            speedup_ci_low: 2.9, speedup_ci_high: 3.3, tau: 5.2, dataset: overall}
-  version_added: 0.5.0
+  version_added: 0.4.0
 plots_skipped:
   description: Why no plots were drawn, when none were.
   returned: when no plots were drawn

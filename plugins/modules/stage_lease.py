@@ -9,7 +9,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 module: stage_lease
 short_description: Keep the leases of a wave's stages renewed from the controller, whatever Ansible's worker scheduling
-version_added: 0.6.0
+version_added: 0.4.0
 description:
   - A stage (M(specdec.bench.stage_run)) stops itself when its lease file has not changed for its lease timeout (the
     controller is gone). The polls of M(specdec.bench.stage_wait) renew it, but they run in the host's Ansible worker;

@@ -9,7 +9,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 module: stage_progress
 short_description: Read the progress and the outcome of the stages in flight on a host, in one round trip
-version_added: 0.5.0
+version_added: 0.4.0
 description:
   - For each M(specdec.bench.stage_run) job started with C(async), reads the job's results file (as
     M(ansible.builtin.async_status) does) and the stage's progress file, and renews the stage's lease (touches its

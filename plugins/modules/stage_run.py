@@ -9,7 +9,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 module: stage_run
 short_description: Run a whole benchmark stage on its host in one call, from its attempt folder to its status
-version_added: 0.5.0
+version_added: 0.4.0
 description:
   - "One round trip per stage. In this order, on the host, what the C(specdec.bench.bench_stage) role did in six tasks
     (one remote round trip each, and one per harness run). The earlier attempt's files move to C(attempt-<n>/)

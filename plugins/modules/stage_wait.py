@@ -9,7 +9,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 module: stage_wait
 short_description: Wait for stages started with async, printing each one's progress as it happens
-version_added: 0.5.0
+version_added: 0.4.0
 description:
   - Waits until every M(specdec.bench.stage_run) job of a wave has ended, and returns each stage's recorded status.
   - Each poll is one round trip for the whole wave (M(specdec.bench.stage_progress)); it renews each stage's lease,

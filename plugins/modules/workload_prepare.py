@@ -9,7 +9,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 module: workload_prepare
 short_description: Make a host's prompt sets ready on the controller, templated with the target's chat template
-version_added: 0.5.0
+version_added: 0.4.0
 description:
   - Runs on the controller only (an action plugin; nothing runs on a host). The campaign role runs it per host before
     the host's campaign lock, in check mode too.
