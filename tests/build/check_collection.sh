@@ -10,8 +10,8 @@ rm -rf "$work" && mkdir -p "$work"
 # bundled ones), its dependency ansible.posix must be asked for, and is installed from a local artifact of it. The
 # artifact is built from the venv's copy of ansible.posix (galaxy.yml written from its MANIFEST.json).
 export ANSIBLE_COLLECTIONS_SCAN_SYS_PATH=false ANSIBLE_COLLECTIONS_PATH=$work/none
-posix=$(ls -d "$repo"/.venv/lib/python3.*/site-packages/ansible_collections/ansible/posix | head -1)
-cp -r "$posix" "$work/posix-src"
+posix=("$repo"/.venv/lib/python3.*/site-packages/ansible_collections/ansible/posix)
+cp -r "${posix[0]}" "$work/posix-src"
 "$bin/python" - "$work/posix-src" <<'PY'
 import json, os, sys, yaml
 src = sys.argv[1]
@@ -34,7 +34,8 @@ if ! out=$("$bin/ansible-galaxy" collection install --offline --force -p "$work/
 fi
 [ -f "$work/installed/ansible_collections/ansible/posix/plugins/modules/synchronize.py" ] || {
   echo "ansible.posix was not installed with specdec.bench" >&2; exit 1; }
-echo "installed offline with its dependency: $(ls "$work"/ansible-posix-*.tar.gz)"
+artifact=("$work"/ansible-posix-*.tar.gz)
+echo "installed offline with its dependency: ${artifact[0]}"
 export ANSIBLE_COLLECTIONS_PATH=$work/installed
 modules=$(cd "$repo/plugins/modules" && for path in *.py; do echo "${path%.py}"; done)
 # Filter names are the keys of each FilterModule.filters() dict.
