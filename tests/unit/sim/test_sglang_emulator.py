@@ -1171,3 +1171,18 @@ def test_a_server_whose_draft_has_a_bad_quality_exits_1(tmp_path):
         emu.stop()
     assert "ValueError: Invalid draft model config %s/config.json: specdec_sim.quality must be a number from 0 to 1, " \
         "got 2" % draft in emu.stdout()
+
+
+@pytest.mark.parametrize("error, printed", [
+    (ConnectionResetError(104, "Connection reset by peer"), False), (BrokenPipeError(32, "Broken pipe"), False),
+    (ValueError("a bug in a route"), True)])
+def test_a_client_that_went_away_is_no_traceback_in_the_log(capsys, error, printed):
+    """As uvicorn: a client's reset or closed connection is not logged; socketserver's twenty-line traceback pushed the
+    server's own lines out of a stage's journal excerpt. Any other error is printed as before."""
+    server = sim_server._Server.__new__(sim_server._Server)  # pylint: disable=protected-access  # no socket needed
+    try:
+        raise error
+    except Exception:  # pylint: disable=broad-exception-caught
+        server.handle_error(None, ("127.0.0.1", 5))
+    err = capsys.readouterr().err
+    assert ("Traceback" in err) == printed, err

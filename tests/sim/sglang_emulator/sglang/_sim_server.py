@@ -1225,6 +1225,15 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = 128
 
+    def handle_error(self, request, client_address):
+        """A client that closed or reset its connection (a keep-alive connection reset while idle, a probe that gave up
+        while the server loaded): uvicorn logs nothing of it, so neither does the emulator; socketserver printed a
+        traceback of twenty lines, which pushed the server's own lines out of a stage's journal excerpt. Anything else
+        is printed as socketserver does."""
+        if isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError, ConnectionAbortedError)):
+            return
+        super().handle_error(request, client_address)
+
 
 class _Server6(_Server):
     address_family = socket.AF_INET6
