@@ -7,9 +7,10 @@ The controller's lease keeper (specdec.bench.stage_lease) renews the leases from
 
 The three hosts: both simulated hosts and a second inventory name for the simulated CT200 (its own campaign, lock file
 and GPU), so that three hosts share one worker. The stages measure for about 10 s, the lease is 3 s: a stage that
-waits for a worker outlives its lease several times over, and the test checks that this happened.
+waits for a worker outlives its lease several times over. Without the keeper (its lease set to 0) every stage of this
+test failed, "no controller polled this stage for 3 s". How long a stage waits depends on the worker's scheduling, so
+the test asserts the outcome, not the overlap.
 """
-import datetime
 import json
 import os
 import sys
@@ -33,10 +34,6 @@ HOSTS = {
                                               "methods": {"autoregressive": {}}, "workload": WORKLOAD, "concurrency": [1],
                                               "repeats": 1}),
 }
-
-
-def when(text):
-    return datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
 
 
 @pytest.fixture(name="ran", scope="module")
@@ -70,11 +67,3 @@ def test_every_stage_of_every_host_is_ok_with_one_fork(ran):
     for host, status in ran["status"].items():
         assert status is not None and status["status"] == "ok", (host, status)
 
-
-def test_a_stage_ran_unpolled_by_its_own_host_for_longer_than_its_lease(ran):
-    """With one fork, two hosts' stages overlapped: while one host's stage_wait held the worker, the other's stage
-    went on on the keeper's renewals alone, for longer than the lease."""
-    spans = sorted((when(s["started"]), when(s["finished"])) for s in ran["status"].values() if s)
-    overlap = max((min(end_a, end_b) - start_b).total_seconds()
-                  for position, (_start_a, end_a) in enumerate(spans) for start_b, end_b in spans[position + 1:])
-    assert overlap > LEASE, spans
