@@ -66,4 +66,3 @@ def test_every_stage_of_every_host_is_ok_with_one_fork(ran):
     assert ran["rc"] == 0, ran["out"][-4000:]
     for host, status in ran["status"].items():
         assert status is not None and status["status"] == "ok", (host, status)
-
