@@ -32,9 +32,9 @@ CAMPAIGN_YML = simhost.REPO / "playbooks" / "campaign.yml"
 RESTORE_YML = simhost.REPO / "playbooks" / "restore.yml"
 # the modelled GPU's own speed: a stage measures for 8 s (DDTree) to 30 s (AR), far longer than a lease
 EMULATOR = {"SIM_SGLANG_LOAD_SECONDS": "0.5", "SIM_SGLANG_TIME_SCALE": "1.0"}
-# a stage stops itself 3 s after the last renewal of its controller (its polls, every half second at most, and its lease
-# keeper's, every 0.75 s); 3 s passes the campaign's check (a quarter of the lease plus three round trips) when busy
-LEASE = {"campaign_stage_lease_timeout": 3, "bench_stage_poll": 0.5}
+# a stage stops itself 4 s after the last renewal of its controller (its polls, every half second at most, and its lease
+# keeper's, every second); 4 s passes the campaign's check (a quarter of the lease plus three round trips) when busy
+LEASE = {"campaign_stage_lease_timeout": 4, "bench_stage_poll": 0.5}
 LEASE_REASON = "(the campaign was interrupted): stopped"
 SPECS = {
     CAMPAIGN: {"campaign": CAMPAIGN, "model": "/models/Qwen3.6-27B", "draft": "/models/Qwen3.6-27B-DFlash",

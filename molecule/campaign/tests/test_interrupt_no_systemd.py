@@ -52,10 +52,10 @@ def play_the_story(tmp_path_factory):
     spec.write_text(yaml.safe_dump({"campaign_hosts": "campaign-a100box", "campaign_spec": SPEC,
                                     # half the modelled GPU's speed: a stage measures for 8 s (DFlash) to 25 s (AR)
                                     "sglang_unit_env": {"SIM_SGLANG_LOAD_SECONDS": "0.5", "SIM_SGLANG_TIME_SCALE": "0.5"},
-                                    # a stage stops itself 3 s after the last renewal of its controller (its polls, every
-                                    # half second, and its lease keeper's, every 0.75 s); 3 s passes the campaign's
+                                    # a stage stops itself 4 s after the last renewal of its controller (its polls, every
+                                    # half second, and its lease keeper's, every second); 4 s passes the campaign's
                                     # check (a quarter of the lease plus three renewal round trips) on a busy machine
-                                    "campaign_stage_lease_timeout": 3, "bench_stage_poll": 0.5}))
+                                    "campaign_stage_lease_timeout": 4, "bench_stage_poll": 0.5}))
     seen = {}
     with open(tmp / "first.log", "w", encoding="utf-8") as log:
         first = simhost.start_playbook(CAMPAIGN_YML, "-e", f"@{spec}", log=log)
