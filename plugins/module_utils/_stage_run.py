@@ -17,6 +17,7 @@ import errno
 import fcntl
 import json
 import os
+import select
 import threading
 import time
 import traceback
@@ -132,13 +133,20 @@ class ServerGuard:
 
     DONE = b'd'
 
+    # how long done() waits for the watchdog to end (and so to let go of the stage's lock it inherited)
+    DONE_WAIT_S = 10
+
     def __init__(self, stop):
         self._write = None
+        self._ended = None
         read_end, write_end = os.pipe()  # not inherited by what this process executes (O_CLOEXEC)
+        # the watchdog holds ended_write until it exits: an end of file on ended_read says it let go of the lock
+        ended_read, ended_write = os.pipe()
         child = os.fork()
         if child == 0:  # pragma: no cover  # the watchdog; tested by killing a stage_run process for real
             try:
                 os.close(write_end)
+                os.close(ended_read)
                 os.setsid()
                 if os.fork():
                     os._exit(0)
@@ -158,17 +166,30 @@ class ServerGuard:
             finally:
                 os._exit(0)
         os.close(read_end)
+        os.close(ended_write)
         os.waitpid(child, 0)
         self._write = write_end
+        self._ended = ended_read
 
     def done(self):
-        """This process ends normally: the watchdog leaves the server alone (the record step stopped it)."""
+        """This process ends normally: the watchdog leaves the server alone (the record step stopped it). Returns once
+        the watchdog has ended (at most DONE_WAIT_S), so that closing the stage's lock then releases it at once."""
         if self._write is not None:
             try:
                 os.write(self._write, self.DONE)
             finally:
                 os.close(self._write)
                 self._write = None
+        if self._ended is not None:
+            try:
+                deadline = time.monotonic() + self.DONE_WAIT_S
+                while time.monotonic() < deadline:
+                    ready, _, _ = select.select([self._ended], [], [], max(0.0, deadline - time.monotonic()))
+                    if not ready or not os.read(self._ended, 64):
+                        break
+            finally:
+                os.close(self._ended)
+                self._ended = None
 
 
 def make_parent(path):
