@@ -4,7 +4,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Action for specdec.bench.report: the campaign report, written on the controller from the collected results.
 
-Nothing runs on a host. The logic is in plugin_utils/report.py; this file validates the arguments and returns.
+Nothing runs on a host. The logic is in the plugin_utils/report/ package; this file validates the arguments and returns.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
 from ansible_collections.specdec.bench.plugins.plugin_utils.report import BASELINE_METHOD, ReportError, generate
-from ansible_collections.specdec.bench.plugins.plugin_utils.report_checkpoints import evaluation
-from ansible_collections.specdec.bench.plugins.plugin_utils.report_rows import DEFAULT_NOISY_CV
+from ansible_collections.specdec.bench.plugins.plugin_utils.report.checkpoints import evaluation
+from ansible_collections.specdec.bench.plugins.plugin_utils.report.keys import DEFAULT_NOISY_CV
 
 display = Display()
 # One warning per skipped file up to this many; all of them are in skipped_files and report.md.

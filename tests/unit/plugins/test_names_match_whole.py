@@ -14,7 +14,8 @@ import pytest
 from ansible_collections.specdec.bench.plugins.filter.contracts import id_pattern
 from ansible_collections.specdec.bench.plugins.module_utils import _common, _systemd
 from ansible_collections.specdec.bench.plugins.module_utils._checkpoint import step_of
-from ansible_collections.specdec.bench.plugins.plugin_utils import report_read, report_render
+from ansible_collections.specdec.bench.plugins.plugin_utils.report import markdown_sections
+from ansible_collections.specdec.bench.plugins.plugin_utils.report import read as report_read
 from ansible_collections.specdec.bench.plugins.test.id import id_test
 
 NEWLINES = ('\n', '\r\n', '\n\n')
@@ -47,5 +48,5 @@ def test_a_unit_name_is_matched_whole():
 
 def test_host_text_with_a_final_newline_is_never_inline_code():
     """report.md writes host text as `code` only when it is safe: a final newline inside backticks ended the table row."""
-    assert report_render._md_code('/models/Qwen3-8B') == '`/models/Qwen3-8B`'  # pylint: disable=protected-access
-    assert report_render._md_code('/models/Qwen3-8B\n') == '/models/Qwen3-8B '  # pylint: disable=protected-access
+    assert markdown_sections._md_code('/models/Qwen3-8B') == '`/models/Qwen3-8B`'  # pylint: disable=protected-access
+    assert markdown_sections._md_code('/models/Qwen3-8B\n') == '/models/Qwen3-8B '  # pylint: disable=protected-access

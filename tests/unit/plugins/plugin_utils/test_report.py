@@ -12,7 +12,7 @@ import numpy
 import pytest
 
 from ansible_collections.specdec.bench.plugins.module_utils._common import results_file
-from ansible_collections.specdec.bench.plugins.plugin_utils import report_plots
+from ansible_collections.specdec.bench.plugins.plugin_utils.report import figures as report_figures
 from ansible_collections.specdec.bench.plugins.plugin_utils.report import ReportError, generate
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -262,7 +262,7 @@ def test_plots_are_non_empty_pngs_of_sane_size(campaign, name):
 
 def test_plot_series_are_the_rows(campaign):
     rows = campaign['made']['report']['rows']
-    series = report_plots.plot_series(rows, 'ct200')
+    series = report_figures.plot_series(rows, 'ct200')
     assert series['tps'] == [1, 4]
     tp1 = series['budget'][1][(4, 1)]
     assert [point[0] for point in tp1] == [16, 32, 64, 128]  # 256 was infeasible

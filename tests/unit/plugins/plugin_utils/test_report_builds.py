@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from ansible_collections.specdec.bench.plugins.plugin_utils.report import generate
-from ansible_collections.specdec.bench.plugins.plugin_utils.report_read import check_plan
-from ansible_collections.specdec.bench.plugins.plugin_utils.report_rows import build_label
+from ansible_collections.specdec.bench.plugins.plugin_utils.report.schema import check_plan
+from ansible_collections.specdec.bench.plugins.plugin_utils.report.rows import build_label
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import synthetic_results as synth  # noqa: E402  pylint: disable=wrong-import-position

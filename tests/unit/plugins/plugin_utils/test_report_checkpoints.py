@@ -17,9 +17,10 @@ import pytest
 from ansible.playbook.task import Task
 
 from ansible_collections.specdec.bench.plugins.action import report as report_action
-from ansible_collections.specdec.bench.plugins.plugin_utils import report_checkpoints
+from ansible_collections.specdec.bench.plugins.plugin_utils.report import checkpoints as report_checkpoints
+from ansible_collections.specdec.bench.plugins.plugin_utils.report import figures as report_figures
 from ansible_collections.specdec.bench.plugins.plugin_utils.report import generate
-from ansible_collections.specdec.bench.plugins.plugin_utils.report_read import check_plan
+from ansible_collections.specdec.bench.plugins.plugin_utils.report.schema import check_plan
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import synthetic_results as synth  # noqa: E402  pylint: disable=wrong-import-position
@@ -202,7 +203,7 @@ def test_evaluation_json(sweep):
 
 
 def test_the_overall_is_the_papers_overall_row_function(sweep):
-    """The overall speedup is report_tables.weighted_mean (the papers' overall row), not a second implementation."""
+    """The overall speedup is tables.weighted_mean (the papers' overall row), not a second implementation."""
     with mock.patch.object(report_checkpoints, 'weighted_mean', return_value=7.0) as weighted:
         again = report_checkpoints.checkpoint_report(sweep['made']['report'], [])
     assert weighted.called and again['best']['checkpoint']['overall']['speedup'] == 7.0
@@ -231,7 +232,7 @@ def test_the_figures_per_dataset_exist_and_change_with_the_data(tmp_path):
         assert (out / name).read_bytes()[:8] == b'\x89PNG\r\n\x1a\n' and name in made['files']
         before[name] = (out / name).read_bytes()
         assert '](%s)' % name in (out / 'report.md').read_text()
-    spec = next(spec for name, _key, spec in report_checkpoints.figure_specs(made['report']) if name == names[0])
+    spec = next(spec for name, _key, spec in report_figures.figure_specs(made['report']) if name == names[0])
     assert [panel['metric'] for panel in spec['panels']] == ['accept_length', 'speedup']
     points = spec['panels'][0]['lines'][0][1]
     assert spec['panels'][0]['lines'][0][0] == 'DFlash n=16' and [point[0] for point in points] == list(STEPS)

@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 
 from ansible_collections.specdec.bench.plugins.module_utils._common import RESULTS_LAYOUT, results_file
-from ansible_collections.specdec.bench.plugins.plugin_utils import report_plots, report_read
+from ansible_collections.specdec.bench.plugins.plugin_utils.report import figures as report_figures
+from ansible_collections.specdec.bench.plugins.plugin_utils.report import read as report_read
+from ansible_collections.specdec.bench.plugins.plugin_utils.report import schema as report_schema
 from ansible_collections.specdec.bench.plugins.plugin_utils.report import generate
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -129,7 +131,7 @@ def test_plots_are_per_dataset_and_temperature(made):
     assert pngs == sorted('%s-ct200-%s-t%s.png' % (kind, dataset, temperature)
                           for kind in ('speedup_vs_budget', 'accept_length_vs_budget', 'throughput_vs_concurrency')
                           for dataset in DATASETS for temperature in ('0', '0.7'))
-    series = report_plots.plot_series(made['rows'], 'ct200', run=('mt-bench', 0.7))
+    series = report_figures.plot_series(made['rows'], 'ct200', run=('mt-bench', 0.7))
     rows = by_run(made['rows'])
     assert series['budget'][1][(4, 1)] == [
         (budget, rows[('tp1-ddtree-b%d-k4' % budget, 'mt-bench', 0.7, 1)]['speedup'],
@@ -218,7 +220,7 @@ def test_repeats_are_found_by_their_number_beside_the_names_before_repeats():
     ('check_result', {'requests': 2.5}, 'requests is 2.5; allowed: a count'),
 ])
 def test_the_new_keys_are_checked_against_their_schema(check, doc, reason):
-    assert reason in getattr(report_read, check)(doc)
+    assert reason in getattr(report_schema, check)(doc)
 
 
 def test_the_summary_lines_name_the_dataset_and_temperature(made):

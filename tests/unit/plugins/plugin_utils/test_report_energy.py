@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.specdec.bench.plugins.plugin_utils import report_plots
+from ansible_collections.specdec.bench.plugins.plugin_utils.report import figures as report_figures
+from ansible_collections.specdec.bench.plugins.plugin_utils.report import plots as report_plots
 from ansible_collections.specdec.bench.plugins.plugin_utils.report import generate
-from ansible_collections.specdec.bench.plugins.plugin_utils.report_read import check_result
+from ansible_collections.specdec.bench.plugins.plugin_utils.report.schema import check_result
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import synthetic_results as synth  # noqa: E402  pylint: disable=wrong-import-position
@@ -141,12 +142,12 @@ def test_report_tex_has_the_energy_table_and_compiles(made, tmp_path):
 def test_the_papers_table_with_energy_fits_the_page_when_wide(tmp_path):
     """Three speculative methods and a swept DDTree, each with its E/tok column: still within the text width."""
     from test_report_tables import wide_report  # pylint: disable=import-outside-toplevel
-    from ansible_collections.specdec.bench.plugins.plugin_utils import report_tables  # pylint: disable=import-outside-toplevel
+    from ansible_collections.specdec.bench.plugins.plugin_utils.report import latex_sections  # pylint: disable=import-outside-toplevel
     report = wide_report()
     for row in report['rows']:
         if row['method'] != 'autoregressive':
             row.update(energy_ratio=0.512, energy_ratio_ci_low=0.488, energy_ratio_ci_high=0.537, gpu_throttled=row['method'] == 'dflash')
-    tex = '\n'.join(report_tables.latex_sections(report))
+    tex = '\n'.join(latex_sections.paper_latex(report))
     assert tex.count('E/tok') >= 3 and r'\ddagger' in tex
     assert r'\label{tab:c-ct200-tp1-datasets-energy}' in tex  # too wide with them: a second table
     engine = next((name for name in ('pdflatex', 'lualatex') if shutil.which(name)), None)
@@ -164,7 +165,7 @@ def test_the_papers_table_with_energy_fits_the_page_when_wide(tmp_path):
 def test_tokens_per_joule_plot_is_drawn_with_whiskers_and_cached(made, monkeypatch):
     name = 'tokens_per_joule_vs_concurrency-ct200-gsm8k-t0.png'
     assert name in made['made']['files'] and (made['out'] / name).read_bytes()[:8] == b'\x89PNG\r\n\x1a\n'
-    spec = next(spec for file_name, _key, spec in report_plots.plot_figures(made['made']['report']) if file_name == name)
+    spec = next(spec for file_name, _key, spec in report_figures.plot_figures(made['made']['report']) if file_name == name)
     lines = dict((legend, points) for legend, points, _baseline in spec['panels'][0]['lines'])
     assert set(lines) == {'AR', 'DFlash n=16', 'DDTree B=64 k=4'}
     row = row_of(made['json']['rows'], 'tp1-ddtree-b64-k4', 4)

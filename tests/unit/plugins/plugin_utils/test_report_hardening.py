@@ -11,9 +11,10 @@ import pytest
 
 from ansible_collections.specdec.bench.plugins.module_utils._common import results_file
 from ansible_collections.specdec.bench.plugins.plugin_utils import report as report_utils
-from ansible_collections.specdec.bench.plugins.plugin_utils import report_plots
+from ansible_collections.specdec.bench.plugins.plugin_utils.report import plots as report_plots
 from ansible_collections.specdec.bench.plugins.plugin_utils.report import generate
-from ansible_collections.specdec.bench.plugins.plugin_utils.report_render import TEX_TEXT, csv_cell
+from ansible_collections.specdec.bench.plugins.plugin_utils.report.csv import csv_cell
+from ansible_collections.specdec.bench.plugins.plugin_utils.report.latex_sections import TEX_TEXT
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import synthetic_results as synth  # noqa: E402  pylint: disable=wrong-import-position

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from ansible_collections.specdec.bench.plugins.plugin_utils.report import generate
-from ansible_collections.specdec.bench.plugins.plugin_utils.report_read import check_plan, check_status
+from ansible_collections.specdec.bench.plugins.plugin_utils.report.schema import check_plan, check_status
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import synthetic_results as synth  # noqa: E402  pylint: disable=wrong-import-position

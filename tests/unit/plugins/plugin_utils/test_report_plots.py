@@ -5,7 +5,8 @@ import sys
 from pathlib import Path
 
 from ansible_collections.specdec.bench.plugins.module_utils._common import results_file
-from ansible_collections.specdec.bench.plugins.plugin_utils import report_plots
+from ansible_collections.specdec.bench.plugins.plugin_utils.report import figures as report_figures
+from ansible_collections.specdec.bench.plugins.plugin_utils.report import plots as report_plots
 from ansible_collections.specdec.bench.plugins.plugin_utils.report import generate
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -48,7 +49,7 @@ def test_a_broken_plot_cache_only_means_drawing_again(tmp_path):
 def test_papers_figures_are_drawn_per_host_and_tp_and_only_when_their_input_changed(tmp_path, monkeypatch):
     from test_report_tables import make_report  # pylint: disable=import-outside-toplevel
     report = make_report()
-    papers = report_plots.paper_figures(report)
+    papers = report_figures.paper_figures(report)
     assert [(name, key) for name, key, _spec in papers] == [
         ('per_dataset-ct200-tp1.png', ('ct200', 'TP1', None, 'per_dataset')),
         ('speedup_vs_budget_per_dataset-ct200-tp1.png', ('ct200', 'TP1', None, 'speedup_vs_budget_per_dataset'))]
@@ -84,7 +85,7 @@ def test_papers_figures_without_repeats_have_no_whiskers():
     report = make_report()
     for row in report['rows']:
         row.update(speedup_ci_low=None, speedup_ci_high=None, accept_length_ci_low=None, accept_length_ci_high=None)
-    per_dataset, budget = [spec for _name, _key, spec in report_plots.paper_figures(report)]
+    per_dataset, budget = [spec for _name, _key, spec in report_figures.paper_figures(report)]
     assert report_plots._whiskers(list(per_dataset['panels'][0]['bars'][1][1])) is None  # pylint: disable=protected-access
     assert report_plots._whiskers([(s, lo, hi) for _b, s, lo, hi in budget['lines'][0][1]]) is None  # pylint: disable=protected-access
     assert report_plots._draw(per_dataset)[:4] == b'\x89PNG'  # pylint: disable=protected-access

@@ -6,7 +6,8 @@ from pathlib import Path
 import pytest
 
 from ansible_collections.specdec.bench.plugins.module_utils._common import ID_MAX_LEN
-from ansible_collections.specdec.bench.plugins.plugin_utils import report_read
+from ansible_collections.specdec.bench.plugins.plugin_utils.report import read as report_read
+from ansible_collections.specdec.bench.plugins.plugin_utils.report import schema as report_schema
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import synthetic_results as synth  # noqa: E402  pylint: disable=wrong-import-position
@@ -21,23 +22,23 @@ import synthetic_results as synth  # noqa: E402  pylint: disable=wrong-import-po
     ('check_plan', {'campaign': 'c', 'stages': []}),
 ])
 def test_the_schemas_accept_what_the_stages_write(check, doc):
-    assert getattr(report_read, check)(doc) is None
+    assert getattr(report_schema, check)(doc) is None
 
 
 @pytest.mark.parametrize('stage_id', ['TP1-autoregressive', 'tp1 ar', '.tp1', 'tp1-ar\n', '../x'])
 def test_a_stage_id_is_a_specdec_id(stage_id):
-    reason = report_read.check_plan({'stages': [{'id': stage_id}]})
+    reason = report_schema.check_plan({'stages': [{'id': stage_id}]})
     assert reason.startswith('stages[0].id is %r; allowed: a stage id matching [a-z0-9][a-z0-9._-]*' % stage_id)
 
 
 def test_a_stage_id_is_bounded_by_its_unit_name_not_by_the_id_length():
     long_id = 'tp1-ddtree-' + 'b' * ID_MAX_LEN
-    assert report_read.check_plan({'stages': [{'id': long_id}]}) is None
+    assert report_schema.check_plan({'stages': [{'id': long_id}]}) is None
 
 
 @pytest.mark.parametrize('value', [10 ** 400, '12.5', True, float('nan'), float('-inf')])
 def test_a_result_number_is_a_finite_json_number(value):
-    reason = report_read.check_result({'complete': True, 'output_throughput': value})
+    reason = report_schema.check_result({'complete': True, 'output_throughput': value})
     assert reason == 'output_throughput is %r; allowed: a finite number or null' % (value,)
 
 

@@ -2,11 +2,11 @@
 """report_render: text from a host is data in report.md and report.tex, never markup."""
 import pytest
 
-from ansible_collections.specdec.bench.plugins.plugin_utils import report_render
+from ansible_collections.specdec.bench.plugins.plugin_utils.report import latex_sections, markdown_sections
 
 
 def test_tex_escape():
-    assert report_render.tex_escape('a_b & 50% #1 {x}') == r'a\_b \& 50\% \#1 \{x\}'
+    assert latex_sections.tex_escape('a_b & 50% #1 {x}') == r'a\_b \& 50\% \#1 \{x\}'
 
 
 @pytest.mark.parametrize(('text', 'md', 'tex'), [
@@ -15,5 +15,5 @@ def test_tex_escape():
     ('a\\b\n`c` [d](e)', 'a\\\\b \\`c\\` \\[d\\](e)', r'a\textbackslash{}b `c` [d](e)'),
 ])
 def test_markdown_and_tex_escaping(text, md, tex):
-    assert report_render.md_escape(text) == md
-    assert report_render.tex_escape(text) == tex
+    assert markdown_sections.md_escape(text) == md
+    assert latex_sections.tex_escape(text) == tex

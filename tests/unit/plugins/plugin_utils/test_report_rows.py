@@ -2,7 +2,8 @@
 """report_rows: a stage's rows from what report_read read, and the speedup over the baseline."""
 import pytest
 
-from ansible_collections.specdec.bench.plugins.plugin_utils import report_rows
+from ansible_collections.specdec.bench.plugins.plugin_utils.report import compare as report_compare
+from ansible_collections.specdec.bench.plugins.plugin_utils.report import rows as report_rows
 
 STAGE = {'id': 'tp1-ddtree-b64-k4', 'method': 'ddtree', 'tp': 1, 'params': {'budget': 64, 'topk': 4}, 'concurrency': [1, 4]}
 
@@ -37,7 +38,7 @@ def test_speedup_needs_the_baseline_at_the_same_tp_and_concurrency():
     rows = report_rows.stage_rows('h', 'c', entry(baseline, {1: {'complete': True, 'output_throughput': 50.0}}))
     results = {1: {'complete': True, 'output_throughput': 120.0}, 4: {'complete': True, 'output_throughput': 300.0}}
     rows += report_rows.stage_rows('h', 'c', entry(STAGE, results))
-    report_rows.add_speedup(rows)
+    report_compare.add_speedup(rows)
     speedups = {(row['stage'], row['concurrency']): (row['speedup'], row['baseline_stage']) for row in rows}
     assert speedups[('tp1-ddtree-b64-k4', 1)] == (2.4, 'tp1-autoregressive')
     assert speedups[('tp1-ddtree-b64-k4', 4)] == (None, None)  # the baseline's c=4 run has no result
@@ -46,7 +47,7 @@ def test_speedup_needs_the_baseline_at_the_same_tp_and_concurrency():
 def test_compare_rows_pairs_the_campaigns_and_names_what_only_one_has():
     before = [{'host': 'h', 'stage': 's', 'concurrency': 1, 'setting': 'AR', 'tp': 1, 'status': 'ok', 'output_throughput': 100.0}]
     after = [dict(before[0], output_throughput=110.0), dict(before[0], stage='t', status='failed', output_throughput=None)]
-    rows = report_rows.compare_rows(after, before)
+    rows = report_compare.compare_rows(after, before)
     assert [row['stage'] for row in rows] == ['s', 't']
     assert rows[0]['output_throughput_delta_pct'] == pytest.approx(10.0)
     assert rows[1]['status_before'] == 'absent' and rows[1]['output_throughput_delta_pct'] is None

@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from ansible_collections.specdec.bench.plugins.plugin_utils import report_stats
+from ansible_collections.specdec.bench.plugins.plugin_utils.report import stats as report_stats
 
 
 def test_summary_is_the_textbook_student_t_interval():

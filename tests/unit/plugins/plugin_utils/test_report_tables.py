@@ -6,7 +6,8 @@ import subprocess
 
 import pytest
 
-from ansible_collections.specdec.bench.plugins.plugin_utils import report_tables
+from ansible_collections.specdec.bench.plugins.plugin_utils.report import latex_sections, markdown_sections
+from ansible_collections.specdec.bench.plugins.plugin_utils.report import tables as report_tables
 
 # A hostile Spec-Bench name and category: Markdown's and TeX's specials, HTML.
 SPEC = 'spec-bench_v1 <b>|&$%#'
@@ -90,7 +91,7 @@ def test_best_budget_by_speedup_is_chosen_and_named_at_the_lowest_concurrency(re
     assert rows['gsm8k']['cells']['ddtree']['choice'] == 'B=64' and rows['gsm8k']['cells']['ddtree']['speedup'] == 2.31
     assert rows[SPEC]['cells']['ddtree']['choice'] == 'B=128'  # tau is highest at B=128 on gsm8k too: not the criterion
     assert rows['gsm8k']['cells']['autoregressive']['speedup'] == 1.0 and rows['gsm8k']['cells']['dflash']['choice'] is None
-    md = report_tables.markdown_sections(report)
+    md = markdown_sections.paper_markdown(report)
     line = next(line for line in md if line.startswith('| gsm8k, T=0 |'))
     assert line == '| gsm8k, T=0 | 1.00× | 1.80 ± 0.06× | 3.10 ± 0.10 | 64 | 2.31 ± 0.05×\\* | 4.60 ± 0.10 |'
     assert '| dataset | AR speedup | DFlash (n=16) speedup | DFlash (n=16) τ | DDTree (k=4) B | DDTree (k=4) speedup | DDTree (k=4) τ |' in md
@@ -104,7 +105,7 @@ def test_overall_is_the_prompt_weighted_mean(report):
     assert overall['cells']['ddtree']['accept_length'] == pytest.approx((80 * 4.60 + 40 * 3.40) / 120)
     assert overall['cells']['dflash']['speedup'] == pytest.approx((80 * 1.80 + 40 * 1.03) / 120)
     assert overall['cells']['ddtree']['choice'] is None and overall['cells']['dflash']['choice'] is None  # settings differ
-    line = next(line for line in report_tables.markdown_sections(report) if line.startswith('| **overall**'))
+    line = next(line for line in markdown_sections.paper_markdown(report) if line.startswith('| **overall**'))
     assert line == '| **overall** (120 prompts) | 1.00× | %.2f× | %.2f | – | %.2f× | %.2f |' % (
         (80 * 1.80 + 40 * 1.03) / 120, (80 * 3.10 + 40 * 2.00) / 120, (80 * 2.31 + 40 * 1.62) / 120, (80 * 4.60 + 40 * 3.40) / 120)
     # Without dataset records, the rows' requests per repeat weigh them.
@@ -113,7 +114,7 @@ def test_overall_is_the_prompt_weighted_mean(report):
 
 
 def test_markers_and_legends_appear_exactly_where_expected(report):
-    md = report_tables.markdown_sections(report)
+    md = markdown_sections.paper_markdown(report)
     text = '\n'.join(md)
     spec_line = next(line for line in md if line.startswith('| spec-bench'))
     assert '1.03 ± 0.06×†' in spec_line and spec_line.count('†') == 1 and '\\*' not in spec_line
@@ -125,7 +126,7 @@ def test_markers_and_legends_appear_exactly_where_expected(report):
     # the hostile category's DFlash and DDTree speedups (0.9-1.2) are not significant, coding's are
     assert category.count('1.05 ± 0.15×†') == 2 and '1.90 ± 0.10×' in category and '1.90 ± 0.10×†' not in category
     assert text.count('×†') == 3
-    tex = '\n'.join(report_tables.latex_sections(report))
+    tex = '\n'.join(latex_sections.paper_latex(report))
     assert tex.count(r'$^{\dagger}$') == 3 and tex.count(r'$^{*}$') == 1
     assert tex.count(r'$^\dagger$ not significant (95\% interval contains 1.0x)') == 2
     assert tex.count(r'$^*$ noisy (CV \textgreater{} 5\%)') == 1
@@ -138,17 +139,17 @@ def test_one_repeat_prints_the_mean_alone_and_no_marker(report):
             if key.endswith(('_ci_low', '_ci_high')) or key in ('speedup_significant', 'noisy'):
                 row[key] = None
         row['repeats'] = 1
-    md = report_tables.markdown_sections(report)
+    md = markdown_sections.paper_markdown(report)
     assert next(line for line in md if line.startswith('| gsm8k')) == '| gsm8k, T=0 | 1.00× | 1.80× | 3.10 | 64 | 2.31× | 4.60 |'
     assert not any('±' in line or '†' in line or '\\*' in line for line in md if line.startswith('|'))
     assert not any('not significant' in line or 'noisy' in line for line in md)
 
 
 def test_hostile_names_are_escaped_in_markdown_and_latex(report):
-    md = '\n'.join(report_tables.markdown_sections(report))
+    md = '\n'.join(markdown_sections.paper_markdown(report))
     assert 'spec-bench_v1 &lt;b&gt;\\|&amp;&#36;%#, T=0' in md and '<b>' not in md
     assert 'math\\|&lt;i&gt;_x&amp;%&#36; (20)' in md and '<i>' not in md
-    tex = '\n'.join(report_tables.latex_sections(report))
+    tex = '\n'.join(latex_sections.paper_latex(report))
     assert r'spec-bench\_v1 \textless{}b\textgreater{}\textbar{}\&\$\%\#, $T=0$' in tex
     assert r'math\textbar{}\textless{}i\textgreater{}\_x\&\%\$ (20)' in tex
     for label in re.findall(r'\\label\{([^}]*)\}', tex):
@@ -157,12 +158,12 @@ def test_hostile_names_are_escaped_in_markdown_and_latex(report):
 
 def test_nothing_to_show_gives_no_lines():
     only_ar = make_report(methods=('autoregressive',))
-    assert report_tables.paper_rows(only_ar) == [] and report_tables.markdown_sections(only_ar) == []
-    assert report_tables.latex_sections(only_ar) == []
+    assert report_tables.paper_rows(only_ar) == [] and markdown_sections.paper_markdown(only_ar) == []
+    assert latex_sections.paper_latex(only_ar) == []
     random_only = make_report(datasets=('gsm8k',))
     for row in random_only['rows']:
         row['dataset'] = 'random'
-    assert report_tables.markdown_sections(random_only) == [] and report_tables.latex_sections(random_only) == []
+    assert markdown_sections.paper_markdown(random_only) == [] and latex_sections.paper_latex(random_only) == []
     no_categories = make_report(datasets=('gsm8k',))
     assert report_tables.category_rows(no_categories) == [] and report_tables.paper_rows(no_categories)
 
@@ -199,14 +200,14 @@ def wide_report():
 def test_latex_is_booktabs_and_compiles_within_the_text_width(report, tmp_path):
     tables = {'three': report, 'wide': wide_report()}
     for name, data in tables.items():
-        latex_structure('\n'.join(report_tables.latex_sections(data)))
+        latex_structure('\n'.join(latex_sections.paper_latex(data)))
     engine = next((name for name in ('pdflatex', 'lualatex', 'tectonic') if shutil.which(name)), None)
     if engine is None:
         pytest.skip('no TeX engine on PATH: compiling the papers\' tables is skipped; their structure is checked above')
     for name, data in tables.items():
         folder = tmp_path / name
         folder.mkdir()
-        (folder / 'tables.tex').write_text('\n'.join(report_tables.latex_sections(data)) + '\n')
+        (folder / 'tables.tex').write_text('\n'.join(latex_sections.paper_latex(data)) + '\n')
         (folder / 'doc.tex').write_text('\\documentclass{article}\n\\usepackage{booktabs}\n\\usepackage[T1]{fontenc}\n'
                                         '\\begin{document}\n\\input{tables.tex}\n\\end{document}\n')
         command = [engine, 'doc.tex'] if engine == 'tectonic' else [engine, '-interaction=nonstopmode', '-halt-on-error', 'doc.tex']

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from ansible_collections.specdec.bench.plugins.plugin_utils.report import generate
-from ansible_collections.specdec.bench.plugins.plugin_utils.report_time import check_timing, parse_time, seconds, time_breakdown
+from ansible_collections.specdec.bench.plugins.plugin_utils.report.time import check_timing, parse_time, seconds, time_breakdown
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import synthetic_results as synth  # noqa: E402  pylint: disable=wrong-import-position
@@ -211,7 +211,7 @@ def test_a_host_with_nothing_timed_has_no_wall_time():
 
 
 def test_the_timeline_is_split_between_the_stages_in_flight():
-    from ansible_collections.specdec.bench.plugins.plugin_utils.report_time import timeline_shares  # pylint: disable=import-outside-toplevel
+    from ansible_collections.specdec.bench.plugins.plugin_utils.report.time import timeline_shares  # pylint: disable=import-outside-toplevel
     import datetime  # pylint: disable=import-outside-toplevel
 
     def span(stage, start, end):
@@ -227,7 +227,7 @@ def test_the_timeline_is_split_between_the_stages_in_flight():
 def test_a_stage_timed_to_the_millisecond_has_its_exact_orchestration():
     """status.json's times carry milliseconds: a stage's orchestration is wall - load - warm-up - measuring exactly,
     not off by up to a second (whole seconds made a short stage's orchestration negative)."""
-    from ansible_collections.specdec.bench.plugins.plugin_utils.report_time import stage_time  # pylint: disable=import-outside-toplevel
+    from ansible_collections.specdec.bench.plugins.plugin_utils.report.time import stage_time  # pylint: disable=import-outside-toplevel
     status = {'status': 'ok', 'started': '2026-12-04T08:59:00.900Z', 'finished': '2026-12-04T09:00:07.100Z',
               'timings': {'ready_s': 2.0, 'harness_s': 62.6, 'warmup_s': 3.1, 'measure_s': 58.4, 'idle_s': 1.0}}
     item = stage_time({'stage': {'id': AR}, 'status': status, 'results': {}})

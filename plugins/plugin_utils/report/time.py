@@ -2,9 +2,9 @@
 # Copyright: (c) 2026, specdec.bench developers
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The campaign report: where the campaign's time went on each host (issue 19), and its tables.
+"""The campaign report: where the campaign's time went on each host, and its tables.
 
-time_breakdown(host data of report_read.read_host) splits the campaign's wall time on a host into STAGES_OF_TIME:
+time_breakdown(host data of read.read_host) splits the campaign's wall time on a host into STAGES_OF_TIME:
 - page-cache warm-up: timing.json's page_cache_warmup_s (the campaign's reading of the weights before its stages);
 - server loads: each stage's timings.ready_s (status.json: from the start of the readiness wait to /health_generate);
 - warm-up requests: each stage's timings.warmup_s (the sum of bench_run's warmup_s);
@@ -21,7 +21,7 @@ start to the last stage's end (extended to any stage outside timing.json's windo
 campaign). Every stage counts with its last attempt: each attempt rewrites its status.json. A figure that cannot be
 known is None ("unknown" in the tables), never a guess.
 
-Pure functions; markdown_lines and latex_lines render one host's breakdown for report_render.
+Pure functions; markdown_lines and latex_lines render one host's breakdown for the renderers.
 """
 
 from __future__ import annotations
@@ -30,8 +30,11 @@ import datetime
 
 from ansible_collections.specdec.bench.plugins.module_utils._common import RESULTS_LAYOUT, finite
 
+
 # The campaign-level file the campaign writes beside campaign.json (tolerated absent).
 TIMING_FILE = RESULTS_LAYOUT['timing']
+
+
 # The rows of the breakdown, in order: key, label.
 STAGES_OF_TIME = (
     ('page_cache', 'page-cache warm-up'),
@@ -42,6 +45,8 @@ STAGES_OF_TIME = (
     ('not_split', 'stages without timings'),
     ('waiting', 'waiting'),
 )
+
+
 UNKNOWN = 'unknown'
 
 
@@ -211,7 +216,7 @@ def time_breakdown(data):
         'not_split': _sum(shares[item['stage']] for item in unsplit),
         'waiting': None if wall is None else wall - sum(shares.values()) - (page or 0.0),
     }
-    if overlapping:  # issue 19: waves of stages side by side
+    if overlapping:  # waves of stages side by side
         stage_seconds = sum(item['wall_s'] for item in spans)
         notes.append('%d stage(s) ran side by side with others (%s): their %.1f stage-seconds took %.1f s of wall time; each '
                      'second two or more stages ran is split equally between them, so each part and each stage\'s share '
@@ -233,74 +238,6 @@ def time_breakdown(data):
             'stages': stage_rows, 'notes': notes}
 
 
-def _md_seconds(value):
-    return UNKNOWN if value is None else '%.1f' % value
-
-
-def _md_share(value):
-    return UNKNOWN if value is None else '%.1f%%' % value
-
-
-def _duration(value):
-    """Seconds as h:mm:ss."""
-    whole = int(round(value))
-    return '%d:%02d:%02d' % (whole // 3600, whole % 3600 // 60, whole % 60)
-
-
-def markdown_lines(breakdown, md_escape, md_code):
-    """One host's 'Where the time went' section of report.md (md_escape and md_code: report_render's)."""
-    lines = ['### Where the time went', '']
-    if breakdown is None or breakdown['wall_s'] is None:
-        return lines + ['Unknown: no stage recorded when it started and finished, and there is no %s.' % TIMING_FILE, '']
-    lines += ['Campaign wall time %.1f s (%s), %s to %s%s. Each stage counts with its last attempt.' % (
-        breakdown['wall_s'], _duration(breakdown['wall_s']), breakdown['started'], breakdown['finished'],
-        ', from %s' % TIMING_FILE if breakdown['source'] == 'timing.json' else ', from the stages\' status.json'), '',
-        '| where | seconds | share |', '| --- | ---: | ---: |']
-    lines += ['| %s | %s | %s |' % (row['label'], _md_seconds(row['seconds']), _md_share(row['share'])) for row in breakdown['rows']]
-    lines.append('')
-    if breakdown['stages']:
-        lines += ['| stage | status | wall s | share | server load s | warm-up s | measuring s | orchestration s |',
-                  '| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |']
-        for item in breakdown['stages']:
-            lines.append('| %s | %s | %s | %s | %s | %s | %s | %s |' % (
-                md_code(item['stage']), md_escape(item['status'] or '–'), _md_seconds(item['wall_s']), _md_share(item['share']),
-                _md_seconds(item['server_load_s']), _md_seconds(item['warmup_s']), _md_seconds(item['measuring_s']),
-                _md_seconds(item['orchestration_s'])))
-        lines.append('')
-    lines += ['- %s' % md_escape(note) for note in breakdown['notes']]
-    if breakdown['notes']:
-        lines.append('')
-    return lines
-
-
 def split_known(breakdown):
     """Whether the breakdown splits any of the wall time: a known page-cache warm-up or a stage with timings."""
     return any(row['seconds'] is not None for row in breakdown['rows'] if row['key'] not in ('not_split', 'waiting'))
-
-
-def _tex_seconds(value):
-    return UNKNOWN if value is None else '%.1f' % value
-
-
-def _tex_share(value):
-    return UNKNOWN if value is None else r'%.1f\%%' % value
-
-
-def latex_lines(host, breakdown, tex_escape, label):
-    """One host's time breakdown as a booktabs table for report.tex: the rows, then each stage's wall time and share.
-    None of it when nothing of the wall time is split (no timing.json and no stage with timings: older results)."""
-    if breakdown is None or breakdown['wall_s'] is None or not split_known(breakdown):
-        return []
-    out = ['', r'\begin{table}[ht]', r'\centering', r'\small', r'\begin{tabular}{lrr}', r'\toprule',
-           r'Where & Seconds & Share \\', r'\midrule']
-    out += [r'%s & %s & %s \\' % (tex_escape(row['label']), _tex_seconds(row['seconds']), _tex_share(row['share']))
-            for row in breakdown['rows']]
-    out += [r'\midrule', r'Campaign wall time & %.1f & 100.0\%% \\' % breakdown['wall_s']]
-    if breakdown['stages']:
-        out += [r'\midrule', r'Stage & Wall s & Share \\', r'\midrule']
-        out += [r'%s & %s & %s \\' % (tex_escape(item['stage']), _tex_seconds(item['wall_s']), _tex_share(item['share']))
-                for item in breakdown['stages']]
-    caption = (r"%s: where the campaign's wall time went (%s to %s); each stage counts with its last attempt"
-               % (tex_escape(host), tex_escape(breakdown['started']), tex_escape(breakdown['finished'])))
-    out += [r'\bottomrule', r'\end{tabular}', r'\caption{%s.}' % caption, r'\label{tab:%s}' % label, r'\end{table}']
-    return out

@@ -2,10 +2,10 @@
 # Copyright: (c) 2026, specdec.bench developers
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The campaign report, step 2: rows (one per host, stage, dataset, temperature and concurrency), speedups, the best
-settings, comparisons.
+"""The campaign report, data: rows (one per host, stage, dataset, temperature and concurrency), the repeats' and the
+categories' rows, the datasets, the best settings; build_report puts the report together.
 
-Pure functions of what report_read.read_host returns. Definitions (as in the DFlash and DDTree papers):
+Pure functions of what read.read_host returns. Definitions (as in the DFlash and DDTree papers):
 - speedup: output throughput (tokens/s) of a stage over that of the baseline method (autoregressive) on the same host,
   TP, dataset, temperature and concurrency. Empty when that baseline was not measured: never guessed from another.
 - acceptance length tau: tokens per verify step. Per request (accept_length_source 'requests'): the sum of the run's
@@ -13,122 +13,42 @@ Pure functions of what report_read.read_host returns. Definitions (as in the DFl
   figure is the cross-check, flagged beyond 2%. A result from before per-request acceptance carries the server's
   figure (source 'server_info'). Autoregressive decoding reports none (it is 1 by definition).
 - a run is (dataset, temperature, concurrency); a result without them is ('random', 0), so old campaigns compare.
-- repeats (issue 16): a row aggregates its run's measured repeats (the complete results; else whatever results it has,
+- repeats: a row aggregates its run's measured repeats (the complete results; else whatever results it has,
   for its status). STAT_METRICS are the mean over the repeats with their sample sd, 95% Student t interval and CV
-  (report_stats.summary; null for one repeat); the other numbers are means, the counts sums. The speedup is the
-  ratio of the two mean throughputs with Fieller's 95% interval (report_stats.fieller; null with one repeat a side
+  (stats.summary; null for one repeat); the other numbers are means, the counts sums. The speedup is the
+  ratio of the two mean throughputs with Fieller's 95% interval (stats.fieller; null with one repeat a side
   or when unbounded); significant when the interval excludes 1.0. A row is noisy when the CV of its throughput (or of
   its tau) exceeds noisy_cv. results-repeats.csv holds each repeat's own numbers (REPEAT_KEYS).
 - categories: per category of a dataset's prompts (the raw records of a categorized dataset), tau (sum of completion
   tokens / sum of verify steps) and decode throughput (sum of output tokens / sum of request latency) per repeat,
   then their statistics; the speedup is the decode throughput over the baseline's in the same category.
-- energy (issue 17): each repeat's energy keys as bench_run measured them (the stage's GPUs over the measured run);
+- energy: each repeat's energy keys as bench_run measured them (the stage's GPUs over the measured run);
   a row's energy_j, powers and J per output token are means over its repeats, output_tokens_per_j has the statistics
   of STAT_METRICS, and energy_ratio is the row's mean J per output token over its speedup baseline's, with Fieller's
   interval over the two sides' per-repeat J per output token. gpu_throttled: any repeat saw a clock event reason.
-- checkpoints (issue 18): a stage of a checkpoint sweep has params.step; its rows carry it as step (null otherwise) and
+- checkpoints: a stage of a checkpoint sweep has params.step; its rows carry it as step (null otherwise) and
   the name of the drafter checkpoint it measured (the plan's draft_checkpoint.name) as checkpoint. The rows of one
-  sweep differ only by step; report_checkpoints compares them.
-- time (issue 19): each host's time_breakdown (report_time): where the campaign's wall time went, in results.json's hosts.
-- side by side (issue 19): each row carries its stage's wave, beside (how many other stages were in flight with it:
+  sweep differ only by step; checkpoints compares them.
+- time: each host's time_breakdown (time): where the campaign's wall time went, in results.json's hosts.
+- side by side: each row carries its stage's wave, beside (how many other stages were in flight with it:
   len(status.json's ran_beside), 0 for results from before the key), ran_beside (their ids) and interference_of. A stage
   with interference_of (the plan's re-run of a stage alone, a control measurement) is no result row: its rows are
   report['control_rows'] (in results.csv and results.json's rows, never in the tables, speedups, best settings, plots
-  or checkpoints) and report_interference compares them with the stage they re-run (report['interference']).
+  or checkpoints) and interference compares them with the stage they re-run (report['interference']).
 """
 
 from __future__ import annotations
 
-import math
-
 from ansible_collections.specdec.bench.plugins.module_utils._common import finite
-from ansible_collections.specdec.bench.plugins.plugin_utils.report_read import (
-    DEFAULT_TEMPERATURE, MEASURED, RANDOM, RESULT_COUNTS, RESULT_ENERGY_NUMBERS, RESULT_FLAGS, RESULT_NUMBERS, RESULT_TEXTS,
-    RESULT_WORKLOAD, interference_of, planned_runs, ran_beside, stage_wave)
-from ansible_collections.specdec.bench.plugins.plugin_utils.report_interference import interference_sections
-from ansible_collections.specdec.bench.plugins.plugin_utils.report_stats import excludes, fieller, fiellers, overlap, summaries, welch
-from ansible_collections.specdec.bench.plugins.plugin_utils.report_time import time_breakdown
-
-BASELINE_METHOD = 'autoregressive'
-# Methods and parameters as a reader of the papers knows them; anything else is shown as it is named.
-METHOD_NAMES = {'autoregressive': 'AR', 'dflash': 'DFlash', 'ddtree': 'DDTree'}
-PARAM_NAMES = {'budget': 'B', 'topk': 'k', 'num_draft_tokens': 'n'}
-# The measures whose spread over the repeats a row gives (STAT_SUFFIXES after each), and the noisy threshold.
-STAT_METRICS = ('output_throughput', 'median_ttft_ms', 'median_itl_ms', 'accept_length', 'output_tokens_per_j')
-STAT_SUFFIXES = ('sd', 'ci_low', 'ci_high', 'cv')
-DEFAULT_NOISY_CV = 0.05
-CI_METHOD = 'fieller'
-SPEEDUP_KEYS = ('speedup', 'speedup_ci_low', 'speedup_ci_high', 'speedup_ci_method', 'speedup_significant')
-# The energy ratio's columns: the row's mean J per output token over its AR baseline's, with Fieller's interval.
-ENERGY_RATIO_KEYS = ('energy_ratio', 'energy_ratio_ci_low', 'energy_ratio_ci_high')
-
-
-def _stats(metric):
-    return tuple('%s_%s' % (metric, suffix) for suffix in STAT_SUFFIXES)
-
-
-# Every column of results.csv, in order; results.json rows carry the same keys.
-ROW_KEYS = (
-    ('host', 'campaign', 'stage', 'method', 'setting', 'tp', 'budget', 'topk', 'num_draft_tokens', 'step', 'checkpoint',
-     'wave', 'beside', 'ran_beside', 'interference_of', 'dataset', 'temperature', 'concurrency', 'status', 'reason', 'repeats', 'output_throughput') +
-    _stats('output_throughput') + SPEEDUP_KEYS +
-    ('noisy', 'baseline_stage', 'accept_length') +
-    _stats('accept_length') +
-    ('accept_length_source', 'accept_length_server_info', 'accept_length_disagreement', 'accept_length_flag',
-     'accept_length_p10', 'accept_length_median', 'accept_length_p90', 'request_throughput', 'completed', 'failed',
-     'requests', 'mean_output_len', 'duration_s', 'mean_ttft_ms', 'median_ttft_ms') +
-    _stats('median_ttft_ms') +
-    ('p99_ttft_ms', 'mean_itl_ms', 'median_itl_ms') +
-    _stats('median_itl_ms') +
-    ('p99_itl_ms', 'median_tpot_ms', 'p99_tpot_ms', 'median_e2e_latency_ms', 'p99_e2e_latency_ms',
-     'energy_j', 'avg_power_w', 'idle_power_w', 'output_tokens_per_j') +
-    _stats('output_tokens_per_j') +
-    ('j_per_output_token',) + ENERGY_RATIO_KEYS +
-    ('energy_method', 'energy_backend', 'power_source', 'gpu_throttled', 'throttle_reasons',
-     'harness', 'dataset_kind', 'dataset_source', 'dataset_source_sha256', 'dataset_sha256', 'prompts_sha256',
-     'template_sha256', 'turns', 'top_p', 'top_k', 'ignore_eos', 'max_new_tokens',
-     'gpu_name', 'gpu_count', 'gpus', 'driver', 'cuda', 'model', 'draft', 'sglang_version', 'sglang_build')
-)
-# A row's run: the keys that, with host and stage, name it.
-RUN_KEYS = ('dataset', 'temperature', 'concurrency')
-# The keys naming a row, with its run, in the repeats' and the categories' rows.
-_NAMES = ('host', 'campaign', 'stage', 'method', 'setting', 'tp', 'dataset', 'temperature', 'concurrency')
-# Every column of results-repeats.csv: one row per measured repeat of a run, its own numbers.
-REPEAT_NUMBERS = (
-    'output_throughput', 'accept_length', 'request_throughput', 'completed', 'failed', 'requests', 'mean_output_len',
-    'duration_s', 'mean_ttft_ms', 'median_ttft_ms', 'p99_ttft_ms', 'mean_itl_ms', 'median_itl_ms', 'p99_itl_ms',
-    'median_tpot_ms', 'p99_tpot_ms', 'median_e2e_latency_ms', 'p99_e2e_latency_ms') + RESULT_ENERGY_NUMBERS + ('energy_samples',)
-# The energy texts of each repeat's row (gpu_throttled: its reason names joined, empty when none was seen).
-REPEAT_ENERGY_TEXTS = ('energy_method', 'energy_backend', 'power_source', 'gpu_throttled', 'telemetry_file', 'energy_note')
-REPEAT_KEYS = _NAMES + ('repeat', 'status') + REPEAT_NUMBERS + REPEAT_ENERGY_TEXTS
-# Every column of results-categories.csv: one row per category of a categorized dataset's run.
-CATEGORY_KEYS = _NAMES + ('category', 'repeats', 'requests', 'accept_length') + _stats('accept_length') + (
-    'decode_throughput',) + _stats('decode_throughput') + SPEEDUP_KEYS + ('baseline_stage',)
-# The measures compare_rows sets side by side, with how their change is given (percent or absolute).
-COMPARED = (('output_throughput', 'pct'), ('speedup', 'abs'), ('accept_length', 'abs'), ('median_ttft_ms', 'pct'),
-            ('median_itl_ms', 'pct'))
-
-
-def _compare_columns(metric, kind):
-    columns = ('%s_before' % metric, '%s_after' % metric, '%s_delta%s' % (metric, '_pct' if kind == 'pct' else ''),
-               '%s_ci_low_before' % metric, '%s_ci_high_before' % metric, '%s_ci_low_after' % metric,
-               '%s_ci_high_after' % metric)
-    if metric == 'output_throughput':
-        columns += ('output_throughput_p', 'output_throughput_significant')
-    elif metric == 'speedup':
-        columns += ('speedup_change_significant',)
-    return columns
-
-
-# Every column of compare-<campaign>.csv, in order.
-COMPARE_KEYS = (
-    'host', 'stage', 'setting', 'tp', 'dataset', 'temperature', 'concurrency', 'status_before', 'status_after',
-    'repeats_before', 'repeats_after',
-) + tuple(column for metric, kind in COMPARED for column in _compare_columns(metric, kind))
-# The significance level of compare's Welch test.
-ALPHA = 0.05
-# The status of a row whose status.json or result file was skipped (not of its schema); its reason names the file.
-INVALID = 'invalid'
+from .compare import _set_speedup, add_energy_ratio, add_speedup, mark_noisy
+from .interference import interference_sections
+from .keys import (
+    _NAMES, BASELINE_METHOD, CATEGORY_KEYS, DATASET_KEYS, DEFAULT_NOISY_CV, INVALID, METHOD_NAMES, PARAM_NAMES,
+    REPEAT_ENERGY_TEXTS, REPEAT_NUMBERS, ROW_KEYS, RUN_KEYS, SPEEDUP_KEYS, STAT_METRICS, STAT_SUFFIXES)
+from .read import DEFAULT_TEMPERATURE, interference_of, MEASURED, planned_runs, ran_beside, RANDOM, stage_wave
+from .schema import RESULT_COUNTS, RESULT_ENERGY_NUMBERS, RESULT_FLAGS, RESULT_NUMBERS, RESULT_TEXTS, RESULT_WORKLOAD
+from .stats import _mean, summaries
+from .time import time_breakdown
 
 
 def build_label(build):
@@ -195,11 +115,6 @@ def _used(results):
     return complete or found
 
 
-def _mean(values):
-    values = [value for value in values if value is not None]
-    return math.fsum(values) / len(values) if values else None
-
-
 def _fill(row, results):
     """The row's numbers from its repeats' results: texts and flags of the first (a flag when any has it), counts
     summed, the other numbers' means. Returns [(row, metric, values over the repeats)] of STAT_METRICS that have
@@ -235,7 +150,7 @@ def _distinct(values):
 
 
 def _fill_energy(row, results):
-    """The row's energy from its repeats' results (issue 17): the numbers' means (output_tokens_per_j's statistics
+    """The row's energy from its repeats' results: the numbers' means (output_tokens_per_j's statistics
     come with STAT_METRICS), how each was measured (the distinct methods, backends and power sources), gpu_throttled
     true when any repeat saw a clock event reason (false when every repeat with telemetry saw none, null without any)
     and throttle_reasons the reasons seen."""
@@ -250,7 +165,7 @@ def _fill_energy(row, results):
 
 def add_statistics(pending, suffixes=STAT_SUFFIXES):
     """Fill each (row, metric, values) of pending with the columns '<metric>_<suffix>' of values' summary
-    (report_stats.summaries) for each of suffixes."""
+    (stats.summaries) for each of suffixes."""
     for (row, metric, _values), got in zip(pending, summaries([values for _row, _metric, values in pending])):
         row.update(('%s_%s' % (metric, suffix), got[suffix]) for suffix in suffixes)
 
@@ -406,92 +321,6 @@ def category_rows(host_data, rows, campaign):
     return out
 
 
-def _set_speedup(row, values, baseline_values):
-    """speedup (the ratio of the means) and its Fieller interval, method and significance into row."""
-    if not values or not baseline_values:
-        return
-    mean, baseline = _mean(values), _mean(baseline_values)
-    if not baseline:
-        return
-    row['speedup'] = mean / baseline
-    interval = fieller(values, baseline_values)
-    if interval is not None and interval['low'] is not None:
-        row.update(speedup_ci_low=interval['low'], speedup_ci_high=interval['high'], speedup_ci_method=CI_METHOD,
-                   speedup_significant=excludes(interval['low'], interval['high']))
-
-
-def add_speedup(rows, baseline_method=BASELINE_METHOD, samples=None):
-    """Fill speedup: output throughput over the baseline's on the same host, TP, dataset, temperature and concurrency;
-    empty without one. samples: {(host, stage, dataset, temperature, concurrency): [throughput per repeat]}, for
-    Fieller's interval (none without them: the ratio alone)."""
-    samples = samples or {}
-
-    def key(row):
-        return (row['host'], row['tp']) + tuple(row[name] for name in RUN_KEYS)
-
-    def values(row):
-        return samples.get((row['host'], row['stage']) + tuple(row[name] for name in RUN_KEYS)) or [row['output_throughput']]
-    baselines = {}
-    for row in rows:
-        if row['method'] == baseline_method and row['status'] == MEASURED and row['output_throughput']:
-            baselines.setdefault(key(row), []).append(row)
-    jobs = []
-    for row in rows:
-        row.update(dict.fromkeys(SPEEDUP_KEYS))
-        row['baseline_stage'] = None
-        if row['status'] != MEASURED or row['output_throughput'] is None:
-            continue
-        candidates = baselines.get(key(row)) or []
-        if len(candidates) > 1:  # the same TP on other GPUs: only the baseline on the same GPUs counts
-            candidates = [c for c in candidates if c['gpus'] == row['gpus']]
-        if len(candidates) == 1:
-            row['speedup'] = row['output_throughput'] / candidates[0]['output_throughput']
-            row['baseline_stage'] = candidates[0]['stage']
-            # the baseline over itself is 1 by definition: no interval, no test (its repeats are not independent of it)
-            if candidates[0] is not row and len(values(row)) > 1:
-                jobs.append((row, values(row), values(candidates[0])))
-    for (row, _values, _baseline), interval in zip(jobs, fiellers([job[1:] for job in jobs])):  # batched per sample size
-        if interval is not None and interval['low'] is not None:
-            row.update(speedup_ci_low=interval['low'], speedup_ci_high=interval['high'], speedup_ci_method=CI_METHOD,
-                       speedup_significant=excludes(interval['low'], interval['high']))
-    return rows
-
-
-def add_energy_ratio(rows, samples=None):
-    """Fill energy_ratio: the row's mean J per output token over that of its speedup's baseline row (baseline_stage:
-    the same host, TP, GPUs, dataset, temperature and concurrency); below 1 the method spends less energy per token.
-    Empty without the baseline or without energy on either side. samples: {(host, stage, dataset, temperature,
-    concurrency): [J per output token of each repeat]}, for Fieller's interval (none with fewer than 2 a side)."""
-    samples = samples or {}
-    by_stage = dict(((row['host'], row['stage']) + tuple(row[name] for name in RUN_KEYS), row) for row in rows)
-    jobs = []
-    for row in rows:
-        row.update(dict.fromkeys(ENERGY_RATIO_KEYS))
-        if not row.get('baseline_stage') or row.get('j_per_output_token') is None:
-            continue
-        key = (row['host'], row['stage']) + tuple(row[name] for name in RUN_KEYS)
-        base_key = (row['host'], row['baseline_stage']) + key[2:]
-        baseline = by_stage.get(base_key)
-        if baseline is None or not baseline.get('j_per_output_token'):
-            continue
-        row['energy_ratio'] = row['j_per_output_token'] / baseline['j_per_output_token']
-        if baseline is not row:  # the baseline over itself: 1 by definition, no interval
-            jobs.append((row, samples.get(key) or [], samples.get(base_key) or []))
-    for (row, _values, _baseline), interval in zip(jobs, fiellers([job[1:] for job in jobs])):  # batched per sample size
-        if interval is not None and interval['low'] is not None:
-            row.update(energy_ratio_ci_low=interval['low'], energy_ratio_ci_high=interval['high'])
-    return rows
-
-
-def mark_noisy(rows, noisy_cv=DEFAULT_NOISY_CV):
-    """noisy: true when the throughput's (or tau's) coefficient of variation over the repeats exceeds noisy_cv, false
-    when neither does, null without a CV (one repeat)."""
-    for row in rows:
-        cvs = [row.get(key) for key in ('output_throughput_cv', 'accept_length_cv') if row.get(key) is not None]
-        row['noisy'] = any(cv > noisy_cv for cv in cvs) if cvs and (row.get('repeats') or 0) > 1 else None
-    return rows
-
-
 def _environment(host_data):
     """The host's environment as its stages recorded it: GPUs, driver, CUDA, SGLang version(s), model, draft."""
     gpus, drivers, cudas, versions, models, drafts, builds = {}, [], [], [], [], [], []
@@ -528,10 +357,6 @@ def _environment(host_data):
     }
 
 
-# What the datasets section shows of each dataset a host ran, from status.json's prepared entries (workload_prepare),
-# else the plan's validated entries, else the result rows.
-DATASET_KEYS = ('host', 'name', 'kind', 'source', 'source_sha256', 'sha256', 'pinned', 'count', 'num_prompts', 'turns',
-                'max_new_tokens', 'template_sha256', 'prompts_sha256', 'input_len', 'output_len')
 # Where a row's result keeps what a dataset record shows.
 _ROW_DATASET = {'kind': 'dataset_kind', 'source': 'dataset_source', 'source_sha256': 'dataset_source_sha256',
                 'sha256': 'dataset_sha256', 'template_sha256': 'template_sha256', 'prompts_sha256': 'prompts_sha256',
@@ -588,7 +413,7 @@ def _sort_key(row, method_order):
 def build_report(host_data, campaign, baseline_method=BASELINE_METHOD, noisy_cv=DEFAULT_NOISY_CV):
     """The report's data from read_host() of each host: rows (speedup filled, aggregated over repeats), each repeat's
     row, the per-category rows, environments, not-measured stages, best; the rows of interference stages (control_rows)
-    and their comparison with the stages they re-run (interference, report_interference)."""
+    and their comparison with the stages they re-run (interference, interference)."""
     rows, controls, repeats, pending = [], [], [], []
     for data in host_data:
         for entry in data['stages']:
@@ -657,66 +482,3 @@ def best_settings(rows, baseline_method=BASELINE_METHOD):
              'accept_length_flag': row['accept_length_flag'], 'is_baseline': row['method'] == baseline_method,
              'beside': row.get('beside') or 0}
             for _key, row in sorted(best.items(), key=lambda item: item[0])]
-
-
-def _delta(after, before):
-    return None if after is None or before is None else after - before
-
-
-def _delta_pct(after, before):
-    return None if after is None or not before else (after - before) / before * 100.0
-
-
-def _compare_key(row):
-    """(host, stage, dataset, temperature, concurrency); a row without a run's dataset is ('random', 0), as old ones."""
-    dataset = row.get('dataset') or RANDOM
-    temperature = row.get('temperature')
-    return (row['host'], row['stage'], dataset, DEFAULT_TEMPERATURE if temperature is None else temperature, row['concurrency'])
-
-
-def _samples(repeat_rows_):
-    """{compare key: [output throughput of each measured repeat]} of a campaign's repeat rows."""
-    out = {}
-    for item in repeat_rows_ or []:
-        if item['status'] == MEASURED and item.get('output_throughput') is not None:
-            out.setdefault(_compare_key(item), []).append(item['output_throughput'])
-    return out
-
-
-def compare_rows(after_rows, before_rows, after_repeats=None, before_repeats=None):
-    """One row per host, stage, dataset, temperature and concurrency of either campaign, before and after side by side
-    with deltas and each side's 95% intervals. With the repeat rows of both (REPEAT_KEYS), output_throughput_p is
-    Welch's t-test of the two sides' throughputs (null with fewer than 2 repeats a side) and
-    output_throughput_significant p < ALPHA; speedup_change_significant is true when the two speedups' Fieller
-    intervals do not overlap, false when they do, null without both."""
-    before = dict((_compare_key(r), r) for r in before_rows)
-    after = dict((_compare_key(r), r) for r in after_rows)
-    before_samples, after_samples = _samples(before_repeats), _samples(after_repeats)
-    keys = [_compare_key(r) for r in after_rows]
-    keys += [_compare_key(r) for r in before_rows if _compare_key(r) not in after]
-    out = []
-    for key in keys:
-        old, new = before.get(key) or {}, after.get(key) or {}
-        either = new or old
-        row = {'host': key[0], 'stage': key[1], 'setting': either.get('setting'), 'tp': either.get('tp'),
-               'dataset': key[2], 'temperature': key[3], 'concurrency': key[4],
-               'status_before': old.get('status', 'absent'), 'status_after': new.get('status', 'absent'),
-               'repeats_before': old.get('repeats'), 'repeats_after': new.get('repeats'),
-               'sglang_build_before': old.get('sglang_build'), 'sglang_build_after': new.get('sglang_build')}
-        for metric, kind in COMPARED:
-            row[metric + '_before'], row[metric + '_after'] = old.get(metric), new.get(metric)
-            if kind == 'pct':
-                row[metric + '_delta_pct'] = _delta_pct(new.get(metric), old.get(metric))
-            else:
-                row[metric + '_delta'] = _delta(new.get(metric), old.get(metric))
-            for side, source in (('before', old), ('after', new)):
-                for bound in ('ci_low', 'ci_high'):
-                    row['%s_%s_%s' % (metric, bound, side)] = source.get('%s_%s' % (metric, bound))
-        test = welch(after_samples.get(key) or [], before_samples.get(key) or []) if old and new else None
-        row['output_throughput_p'] = test['p'] if test else None
-        row['output_throughput_significant'] = None if row['output_throughput_p'] is None else row['output_throughput_p'] < ALPHA
-        separate = overlap((row['speedup_ci_low_before'], row['speedup_ci_high_before']),
-                           (row['speedup_ci_low_after'], row['speedup_ci_high_after']))
-        row['speedup_change_significant'] = None if separate is None else not separate
-        out.append(row)
-    return out

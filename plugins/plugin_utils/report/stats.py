@@ -2,7 +2,7 @@
 # Copyright: (c) 2026, specdec.bench developers
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The campaign report's statistics over repeated runs, with numpy and scipy (controller side).
+"""The campaign report, data's statistics over repeated runs, with numpy and scipy (controller side).
 
 - summary: mean, sample standard deviation (ddof=1), the Student t confidence interval of the mean (n-1 degrees of
   freedom) and the coefficient of variation (sd / mean) of one cell's repeats.
@@ -24,7 +24,10 @@ from __future__ import annotations
 
 import math
 
+
 CONFIDENCE = 0.95
+
+
 _LIBS = []
 
 
@@ -195,3 +198,8 @@ def overlap(first, second):
     if None in (first[0], first[1], second[0], second[1]):
         return None
     return first[0] <= second[1] and second[0] <= first[1]
+
+
+def _mean(values):
+    values = [value for value in values if value is not None]
+    return math.fsum(values) / len(values) if values else None

@@ -4,20 +4,25 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """The campaign report: collected results of one or more hosts -> rows, Markdown, LaTeX, CSV, JSON, plots, comparison.
 
-Controller side, the entry point of the specdec.bench.report action: generate. The steps follow the data:
-- report_read: the collected folders (<results>/<host>/<campaign>/, laid out as module_utils/_common.py
-  RESULTS_LAYOUT names it; result files found by the layout's pattern), each file checked against the schema of its
-  kind (a bad one is skipped and listed);
-- report_rows: rows (per host, stage, dataset, temperature and concurrency, aggregated over the repeats with
-  report_stats' intervals), each repeat's row, the per-category rows, speedups over the baseline, the datasets, the
-  best settings, the comparison of two campaigns;
-- report_render (CSV, JSON, Markdown, LaTeX) and report_plots (PNG), all in memory;
-- report_interference: of a campaign run side by side (issue 19), the interference stages (re-runs alone) against the
-  stages they re-run; their rows are in results.csv and results.json only, never in the tables, speedups or plots;
-- report_checkpoints: of a checkpoint sweep (issue 18), tau and speedup against the training step, the best
-  checkpoint and evaluation.json (written only when a row has a step);
-- here: write_set, the only writer, which writes the files as a set and rewrites a file only when its content
-  changed, so a second run with the same results changes nothing.
+Controller side, the engine of the specdec.bench.report action: generate. The package has one axis per module.
+Data (no text of the documents):
+- schema: each collected file checked against the schema of its kind;
+- read: the collected folders (<results>/<host>/<campaign>/, laid out as module_utils/_common.py RESULTS_LAYOUT
+  names it; result files found by the layout's pattern), a bad file skipped and listed;
+- keys: the columns of each file and the names of the methods and parameters;
+- rows: rows per host, stage, dataset, temperature and concurrency (aggregated over the repeats), each repeat's row,
+  the per-category rows, the datasets, the best settings;
+- stats: the intervals (numpy and scipy, imported when used);
+- compare: a row against its baseline (speedup, energy ratio, noisy) and one campaign against another;
+- time: where a host's wall time went; interference: the stages re-run alone against the stages they re-run;
+  checkpoints: tau and speedup against the training step of a checkpoint sweep, the best checkpoint;
+- tables: the table builder both documents share (the per-setting groups, the papers' tables as cells and columns);
+  figures: the plots as plain data.
+Renderers (all the text): text (the words both documents share), markdown and markdown_sections (report.md,
+compare-<c>.md), latex and latex_sections (report.tex), csv (results.csv and the other CSV files, results.json,
+evaluation.json), plots (PNG, matplotlib).
+Here: write_set, the only writer, which writes the files as a set and rewrites a file only when its content changed,
+so a second run with the same results changes nothing.
 """
 
 from __future__ import annotations
@@ -27,13 +32,17 @@ import shutil
 import tempfile
 
 from ansible_collections.specdec.bench.plugins.module_utils._common import ID_MAX_LEN, ID_PATTERN, RESULTS_LAYOUT, atomic_write, is_id
-from ansible_collections.specdec.bench.plugins.plugin_utils.report_checkpoints import EVALUATION, checkpoint_report, render_evaluation
-from ansible_collections.specdec.bench.plugins.plugin_utils.report_plots import PLOT_CACHE, read_plot_cache, render_plot_cache, write_plots
-from ansible_collections.specdec.bench.plugins.plugin_utils.report_read import MEASURED, find_hosts, read_host
-from ansible_collections.specdec.bench.plugins.plugin_utils.report_render import (
-    all_rows, named_runs, render_comparison_markdown, render_csv, render_json, render_latex, render_markdown)
-from ansible_collections.specdec.bench.plugins.plugin_utils.report_rows import (
-    BASELINE_METHOD, CATEGORY_KEYS, COMPARE_KEYS, DEFAULT_NOISY_CV, REPEAT_KEYS, build_report, compare_rows)
+from .checkpoints import checkpoint_report, EVALUATION
+from .compare import compare_rows
+from .csv import all_rows, render_csv, render_evaluation, render_json
+from .keys import BASELINE_METHOD, CATEGORY_KEYS, COMPARE_KEYS, DEFAULT_NOISY_CV, REPEAT_KEYS
+from .latex import render_latex
+from .markdown import render_comparison_markdown, render_markdown
+from .plots import PLOT_CACHE, read_plot_cache, render_plot_cache, write_plots
+from .read import find_hosts, MEASURED, read_host
+from .rows import build_report
+from .tables import named_runs
+
 
 # The files of the layout that the report reads.
 LAYOUT_KEYS = ('campaign', 'status', 'result', 'server_info', 'gpus')
@@ -122,7 +131,7 @@ def generate(results_root, campaign, output_dir, layout=None, hosts=None, compar
     host_data = [read_host(results_root, host, campaign, layout) for host in hosts]
     report = build_report(host_data, campaign, baseline_method, noisy_cv)
     checkpoints = checkpoint_report(report, host_data)
-    if checkpoints is not None:  # a checkpoint sweep (issue 18): results.json, report.md and report.tex show it
+    if checkpoints is not None:  # a checkpoint sweep: results.json, report.md and report.tex show it
         report['checkpoints'] = checkpoints
     # Everything is made in memory first and written as a set at the end: a failure on the way writes nothing.
     outputs, files = {}, {}

@@ -2,7 +2,7 @@
 # Copyright: (c) 2026, specdec.bench developers
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The campaign report: interference (issue 19, item 2), what running stages side by side costs a stage.
+"""The campaign report: interference, what running stages side by side costs a stage.
 
 A campaign run in parallel re-runs one stage alone at the end: the plan's interference stage (`<id>-alone`, with
 interference_of the id it re-runs, at the original's first concurrency). Its rows are a control measurement, never
@@ -10,38 +10,30 @@ result rows; interference_sections compares each of them with the original's row
 temperature and concurrency:
 - output throughput beside the others vs alone, and the difference (beside - alone) / alone in %;
 - the median inter-token latency (median_itl_ms, the ITL every result row carries), the same way;
-- each side the mean over the measured repeats of its run (report_rows' row), with how many repeats that was.
+- each side the mean over the measured repeats of its run (rows' row), with how many repeats that was.
 A negative throughput difference, or a positive ITL difference, means the stage ran slower beside the others.
 When the original is not in the results or was not measured, or the interference stage was not measured, the section
 says so and gives no numbers.
 
-Pure functions of report_read.read_host's host data and report_rows' rows; markdown_lines and latex_lines render one
-host's sections for report_render.
+Pure functions of read.read_host's host data and rows' rows; markdown_lines and latex_lines render one
+host's sections for the renderers.
 """
 
 from __future__ import annotations
 
-import re
+from .read import interference_of, MEASURED, ran_beside, stage_wave
 
-from ansible_collections.specdec.bench.plugins.plugin_utils.report_read import MEASURED, interference_of, ran_beside, stage_wave
 
 # The measures compared, with how the tables name them.
 COMPARED = (('output_throughput', 'output throughput (tok/s)'), ('median_itl_ms', 'median ITL (ms)'))
+
+
 RUN = ('dataset', 'temperature', 'concurrency')
 
 
 def diff_pct(beside, alone):
     """(beside - alone) / alone in %; None without both or when alone is 0."""
     return None if beside is None or not alone else (beside - alone) / alone * 100.0
-
-
-def beside_note(counts, interference=False):
-    """The footnote of a table whose marked settings ran beside counts (other stages in flight) other stages; interference:
-    the host has an Interference section to point to."""
-    counts = sorted(set(counts))
-    many = '%d' % counts[0] if len(counts) == 1 else '%d to %d' % (counts[0], counts[-1])
-    return 'measured while %s other stage%s ran on other GPUs of the host%s' % (
-        many, '' if counts == [1] else 's', '; see Interference' if interference else '')
 
 
 def _status_text(entry):
@@ -98,7 +90,7 @@ def interference_sections(host_data, rows, controls):
     not measured', 'not measured'), 'reason', 'itl_metric', 'rows': [{'dataset', 'temperature', 'concurrency',
     'beside_repeats', 'alone_repeats', 'note', and per COMPARED metric '<m>_beside', '<m>_alone', '<m>_diff_pct'}],
     'summary'}] in host and plan order; [] when no host has an interference stage. rows: the result rows, controls:
-    the interference stages' rows (report_rows)."""
+    the interference stages' rows (rows)."""
     by_run = dict(((row['host'], row['stage']) + tuple(row[key] for key in RUN), row) for row in rows)
     out = []
     for data in host_data:
@@ -126,82 +118,4 @@ def interference_sections(host_data, rows, controls):
                                 for row in mine]
             item['summary'] = summary(item)
             out.append(item)
-    return out
-
-
-def _md_pct(value):
-    return '–' if value is None else '%+.1f%%' % value
-
-
-def _md_number(value, digits):
-    return '–' if value is None else '%.*f' % (digits, value)
-
-
-def _repeats(value):
-    return '' if value is None else ' (%d)' % value
-
-
-def markdown_lines(items, md_escape):
-    """report.md's Interference section of one host ([] without an interference stage there)."""
-    if not items:
-        return []
-    lines = ['### Interference', '',
-             'A stage run beside others (on other GPUs of the host) is re-run alone at the end of the campaign. Δ: '
-             '(beside − alone) / alone; a negative Δ of the throughput or a positive Δ of the ITL means the stage ran slower '
-             'beside the others. (n): the measured repeats each mean is over. The re-run is a control measurement: it is '
-             'in results.csv (interference_of) but not in the tables and speedups above.', '']
-    for item in items:
-        lines += [md_escape(item['summary']), '']
-        if not item['rows']:
-            continue
-        lines += ['| dataset | T | c | tok/s beside | tok/s alone | Δ tok/s | median ITL ms beside | median ITL ms alone | Δ ITL |',
-                  '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |']
-        for row in item['rows']:
-            lines.append('| %s | %g | %s | %s%s | %s%s | %s | %s | %s | %s |' % (
-                md_escape(row['dataset']), row['temperature'], row['concurrency'],
-                _md_number(row['output_throughput_beside'], 1), _repeats(row['beside_repeats']),
-                _md_number(row['output_throughput_alone'], 1), _repeats(row['alone_repeats']), _md_pct(row['output_throughput_diff_pct']),
-                _md_number(row['median_itl_ms_beside'], 2), _md_number(row['median_itl_ms_alone'], 2), _md_pct(row['median_itl_ms_diff_pct'])))
-        lines.append('')
-        notes = ['%s, T=%g, c=%s: %s' % (row['dataset'], row['temperature'], row['concurrency'], row['note']) for row in item['rows'] if row['note']]
-        if notes:
-            lines += ['No figure for ' + md_escape('; '.join(notes)) + '.', '']
-    return lines
-
-
-def _tex_pct(value):
-    return '--' if value is None else r'%+.1f\%%' % value
-
-
-def _tex_number(value, digits):
-    return '--' if value is None else '%.*f' % (digits, value)
-
-
-def label(campaign, host, stage):
-    return re.sub('[^A-Za-z0-9-]', '-', '%s-%s-interference-%s' % (campaign, host, stage))
-
-
-def latex_lines(campaign, items, tex_escape):
-    """report.tex's interference tables of one host: one booktabs table per interference stage with numbers, its
-    sentence as the caption; a stage without numbers is a comment line."""
-    out = []
-    for item in items:
-        if not item['rows']:
-            out += ['', '%% ' + tex_escape(item['summary'])]
-            continue
-        out += ['', r'\begin{table}[ht]', r'\centering', r'\footnotesize', r'\setlength{\tabcolsep}{3pt}',
-                r'\begin{tabular}{lrrrrrrrr}', r'\toprule',
-                r' & & & \multicolumn{3}{c}{tok/s} & \multicolumn{3}{c}{median ITL (ms)} \\',
-                r'\cmidrule(lr){4-6} \cmidrule(lr){7-9}',
-                r'Dataset & $T$ & $c$ & beside & alone & $\Delta$ & beside & alone & $\Delta$ \\', r'\midrule']
-        for row in item['rows']:
-            out.append(r'%s & %g & %s & %s%s & %s%s & %s & %s & %s & %s \\' % (
-                tex_escape(row['dataset']), row['temperature'], row['concurrency'],
-                _tex_number(row['output_throughput_beside'], 1), _repeats(row['beside_repeats']),
-                _tex_number(row['output_throughput_alone'], 1), _repeats(row['alone_repeats']), _tex_pct(row['output_throughput_diff_pct']),
-                _tex_number(row['median_itl_ms_beside'], 2), _tex_number(row['median_itl_ms_alone'], 2), _tex_pct(row['median_itl_ms_diff_pct'])))
-        caption = (tex_escape(item['host']) + ', interference: ' + tex_escape(item['summary'].rstrip('.')) +
-                   r'; $\Delta$: (beside $-$ alone) / alone; (n): the measured repeats of each mean')
-        out += [r'\bottomrule', r'\end{tabular}', r'\caption{%s.}' % caption,
-                r'\label{tab:%s}' % label(campaign, item['host'], item['stage']), r'\end{table}']
     return out
