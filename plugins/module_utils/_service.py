@@ -21,12 +21,17 @@ import time
 from ansible_collections.specdec.bench.plugins.module_utils import _supervisor as supervisor
 from ansible_collections.specdec.bench.plugins.module_utils._common import atomic_write
 from ansible_collections.specdec.bench.plugins.module_utils._host_probe import format_cpu_list, parse_cpu_list
-from ansible_collections.specdec.bench.plugins.module_utils._systemd import parse_show
+from ansible_collections.specdec.bench.plugins.module_utils._systemd import env_file_text, parse_show, render_unit
 
 BACKENDS = ('systemd', 'supervisor')
 SYSTEMD_PROPERTIES = 'Id,LoadState,ActiveState,SubState,MainPID,Result,ExecMainStatus,ExecMainCode,ActiveEnterTimestamp,InactiveEnterTimestamp'
 DEFINITION_KEYS = ('argv', 'env', 'env_files', 'cwd', 'description', 'timeout_stop_sec', 'cpu_affinity', 'inherit_env',
-                   'uid', 'gid', 'groups')
+                   'uid', 'gid', 'groups', 'numa_nodes', 'unit')
+# systemd only: the unit file's layout, and the NUMA nodes memory is bound to; the supervisor has no use for them.
+SYSTEMD_ONLY_KEYS = ('numa_nodes', 'unit')
+DEFAULT_UNIT_DIR = '/etc/systemd/system'
+# Units are rendered and verified here, then installed: one systemd-analyze rejects never reaches the unit folder.
+DEFAULT_STAGING_DIR = '/var/lib/specdec/units'
 # (uid_t)-1 means "leave unchanged" to setuid and setgid: the largest id a program can run as is one less.
 ID_MAX = 4294967294
 
@@ -143,9 +148,17 @@ def check_definition(definition):
     return out
 
 
+def supervisor_definition(definition, name):
+    """What service.json holds: the checked definition without what only systemd reads."""
+    data = dict(check_definition(definition), name=name)
+    for key in SYSTEMD_ONLY_KEYS:
+        data.pop(key, None)
+    return data
+
+
 def write_definition(path, definition, name):
     """Write <path>/service.json when it differs; True when it changed."""
-    data = dict(check_definition(definition), name=name)
+    data = supervisor_definition(definition, name)
     text = json.dumps(data, indent=2, sort_keys=True) + '\n'
     os.makedirs(path, mode=0o750, exist_ok=True)
     return atomic_write(os.path.join(path, supervisor.DEFINITION), text, mode=0o640, unchanged_ok=True)
@@ -201,3 +214,64 @@ def stop(module, backend, name, timeout, state_dir=supervisor.DEFAULT_STATE_DIR)
     else:
         supervisor.stop(folder(state_dir, name), timeout)
     return True, status(module, backend, name, state_dir)
+
+
+def _write_if_changed(path, text, mode, check_mode):
+    """Write text to path (its folder exists) unless it holds it already with that mode; True when it changed."""
+    data = text.encode('utf-8')
+    try:
+        with open(path, 'rb') as handle:
+            same = handle.read(len(data) + 1) == data
+        same_mode = (os.stat(path).st_mode & 0o7777) == mode
+    except (FileNotFoundError, NotADirectoryError):
+        same = same_mode = False
+    if check_mode or (same and same_mode):
+        return not (same and same_mode)
+    if same:
+        os.chmod(path, mode)
+    else:
+        atomic_write(path, data, mode=mode)
+    return True
+
+
+def write_env_file(path, env, comment=(), check_mode=False):
+    """The environment file of secrets (mode 0600, its folder 0700), NAME="value" lines as EnvironmentFile= reads them
+    (and the supervisor, which reads it as systemd does); True when it changed. ValueError names a bad name or value."""
+    text = env_file_text(env, comment)
+    folder_path = os.path.dirname(path)
+    if not check_mode and folder_path and not os.path.isdir(folder_path):
+        os.makedirs(folder_path, mode=0o700)
+    if check_mode and not os.path.exists(path):
+        return True
+    return _write_if_changed(path, text, 0o600, check_mode)
+
+
+def define_systemd(module, name, definition, unit_dir=DEFAULT_UNIT_DIR, staging_dir=DEFAULT_STAGING_DIR):
+    """Render the definition's unit, write it into staging_dir, verify it there (systemd-analyze verify, where it is
+    installed), then install it in unit_dir; True when the installed unit's bytes or mode changed.
+
+    Check mode only compares. A unit systemd-analyze rejects, or warns about (status 0), stays in staging_dir and the
+    RuntimeError says why; systemd is not reloaded here.
+    """
+    text = render_unit(check_definition(definition))
+    installed = os.path.join(unit_dir, name)
+    if module.check_mode:
+        return _write_if_changed(installed, text, 0o644, True)
+    os.makedirs(staging_dir, mode=0o700, exist_ok=True)
+    staged = os.path.join(staging_dir, name)
+    atomic_write(staged, text, mode=0o644)
+    analyze = module.get_bin_path('systemd-analyze')
+    if analyze is not None:
+        rc, out, err = module.run_command([analyze, 'verify', staged])
+        # it warns about keys it ignores with status 0: in a unit rendered here, that is a mistake
+        if rc != 0 or staged in (err or ''):
+            raise RuntimeError('systemd-analyze verify refused %s (rc %d), so it was not installed in %s: %s'
+                               % (staged, rc, unit_dir, (err or out).strip()))
+    os.makedirs(unit_dir, mode=0o755, exist_ok=True)
+    return _write_if_changed(installed, text, 0o644, False)
+
+
+def daemon_reload(module):
+    rc, out, err = module.run_command([module.get_bin_path('systemctl', required=True), 'daemon-reload'])
+    if rc != 0:
+        raise RuntimeError('systemctl daemon-reload failed (rc %d): %s' % (rc, (err or out).strip()))

@@ -23,6 +23,12 @@ ARGUMENT_SPEC = dict(
     state_dir=dict(type='path', default=supervisor.DEFAULT_STATE_DIR),
     timeout=dict(type='int', default=60),
     log_lines=dict(type='int', default=0),
+    unit_dir=dict(type='path', default=service.DEFAULT_UNIT_DIR),
+    staging_dir=dict(type='path', default=service.DEFAULT_STAGING_DIR),
+    secrets=dict(type='dict', no_log=False, options=dict(
+        path=dict(type='path', required=True),
+        env=dict(type='dict', default={}, no_log=True),
+        comment=dict(type='list', elements='str', default=[]))),
 )
 
 
@@ -32,22 +38,34 @@ def run(module):
     name, backend, state, state_dir = p['name'], p['backend'], p['state'], p['state_dir']
     if '/' in name or name in ('', '.', '..'):
         module.fail_json(msg='name is %r; allowed: a unit name without "/"' % name)
-    if backend == 'systemd' and state in ('defined', 'absent'):
-        module.fail_json(msg='state=%s is for backend supervisor; a systemd unit is rendered and removed by its role' % state)
+    if backend == 'systemd' and state == 'absent':
+        module.fail_json(msg='state=absent is for backend supervisor; a systemd unit is removed by its role')
+    if state == 'defined' and p['definition'] is None:
+        module.fail_json(msg='state=defined needs a definition')
+    if backend == 'systemd' and p['definition'] is not None and state not in ('defined', 'started'):
+        module.fail_json(msg='definition is for state defined or started')
     result = dict(changed=False)
     try:
-        if p['definition'] is not None:
-            if backend != 'supervisor':
-                module.fail_json(msg='definition is for backend supervisor; a systemd unit is rendered by its role')
+        if p['secrets'] and state in ('defined', 'started'):
+            # the environment file of secrets first: the definition names it in env_files
+            result['changed'] = service.write_env_file(p['secrets']['path'], p['secrets']['env'], p['secrets']['comment'],
+                                                       module.check_mode)
+        if p['definition'] is not None and backend == 'systemd' and state in ('defined', 'started'):
+            # rendered, staged, verified, installed; systemd is reloaded before a start (a role's handler otherwise)
+            if service.define_systemd(module, name, p['definition'], p['unit_dir'], p['staging_dir']):
+                result['changed'] = True
+                if state == 'started' and not module.check_mode:
+                    service.daemon_reload(module)
+        elif p['definition'] is not None and backend == 'supervisor':
             try:
-                definition = service.check_definition(p['definition'])
+                definition = service.supervisor_definition(p['definition'], name)
             except ValueError as exc:
                 module.fail_json(msg=str(exc))
             if module.check_mode:
                 current = supervisor.read_json(os.path.join(state_dir, name, supervisor.DEFINITION))
-                result['changed'] = current != dict(definition, name=name)
+                result['changed'] = result['changed'] or current != definition
             elif state in ('defined', 'started'):
-                result['changed'] = service.write_definition(os.path.join(state_dir, name), definition, name)
+                result['changed'] = service.write_definition(os.path.join(state_dir, name), p['definition'], name) or result['changed']
         current = service.status(module, backend, name, state_dir)
         if state == 'started' and current['state'] != 'running':
             if module.check_mode:

@@ -166,3 +166,202 @@ def unit_from_cgroup_path(path, root='/'):
             return part
         return None
     return None
+
+
+# ---- unit files: quoting and rendering (specdec.bench.service state=defined on systemd) ----
+
+# systemd ends a line at LF, CR and NUL; a value carries no control character nor a Unicode line separator.
+_CONTROL_RE = re.compile('[\x00-\x1f\x7f-\x9f\u2028\u2029]')
+ENV_NAME_RE = re.compile(r'[A-Za-z_][A-Za-z0-9_]*\Z')
+_CPULIST_RE = re.compile(r'[0-9]+(-[0-9]+)?(,[0-9]+(-[0-9]+)?)*\Z')
+_KEY_RE = re.compile(r'[A-Za-z][A-Za-z0-9-]*\Z')
+# The definition's fields a unit's layout places (see render_unit), and the [Service] key each becomes.
+UNIT_FIELDS = ('description', 'env', 'env_files', 'cwd', 'argv', 'timeout_stop_sec', 'cpu_affinity', 'numa_nodes')
+UNIT_SECTIONS = ('Unit', 'Service', 'Install')
+# Fields with an effect on the program: a layout that leaves one out while the definition sets it is refused.
+_EFFECTIVE_FIELDS = ('env', 'env_files', 'argv', 'cpu_affinity', 'numa_nodes')
+
+
+def one_line(field, value):
+    """The value as text; ValueError naming the field when it holds a control character (it would end the line)."""
+    text = value if isinstance(value, str) else str(value)
+    found = _CONTROL_RE.search(text)
+    if found:
+        raise ValueError('%s holds the control character %r; allowed: one line, no control characters'
+                         % (field, found.group(0)))
+    return text
+
+
+def unit_value(field, value):
+    """A value as a unit file's KEY=VALUE line carries it: % starts a specifier everywhere, so it is doubled; a boolean
+    is true or false."""
+    if isinstance(value, bool):
+        value = 'true' if value else 'false'
+    return one_line(field, value).replace('%', '%%')
+
+
+def exec_word(field, word):
+    """One word of ExecStart=, single-quoted: \\ and ' escaped inside the quotes, % doubled (specifiers), $ doubled
+    (variables); systemd hands the program the word exactly, an empty one too."""
+    text = one_line(field, word)
+    return "'%s'" % text.replace('\\', '\\\\').replace("'", "\\'").replace('%', '%%').replace('$', '$$')
+
+
+def env_assignment(field, name, value):
+    """One Environment= value, double-quoted: "NAME=value" with \\ and " escaped and % doubled (no $ expansion there)."""
+    if not isinstance(name, str) or not ENV_NAME_RE.match(name):
+        raise ValueError('%s has the name %r; allowed: letters, digits and _, not starting with a digit' % (field, name))
+    text = one_line('%s.%s' % (field, name), value)
+    return '"%s=%s"' % (name, text.replace('\\', '\\\\').replace('"', '\\"').replace('%', '%%'))
+
+
+def env_file_assignment(field, name, value):
+    """One line of an EnvironmentFile= (systemd's, and the supervisor's reader of it): NAME="value" with \\, ", $ and `
+    escaped; no specifiers there."""
+    if not isinstance(name, str) or not ENV_NAME_RE.match(name):
+        raise ValueError('%s has the name %r; allowed: letters, digits and _, not starting with a digit' % (field, name))
+    text = one_line('%s.%s' % (field, name), value)
+    return '%s="%s"' % (name, text.replace('\\', '\\\\').replace('"', '\\"').replace('$', '\\$').replace('`', '\\`'))
+
+
+def env_file_text(env, comment=()):
+    """An environment file: the comment lines, then one NAME="value" line per name, sorted."""
+    lines = [_comment_line('secrets.comment', line) for line in comment]
+    lines.extend(env_file_assignment('secrets.env', name, env[name]) for name in sorted(env))
+    return ''.join(line + '\n' for line in lines)
+
+
+def _comment_line(field, line):
+    text = one_line(field, line)
+    if not text.startswith('#'):
+        raise ValueError('%s has the line %r; allowed: comment lines starting with #' % (field, text))
+    return text
+
+
+def _env_lines(env):
+    # the GPUs the process is pinned to first, then the rest by name
+    names = sorted(env, key=lambda name: (name != 'CUDA_VISIBLE_DEVICES', name))
+    return ['Environment=' + env_assignment('definition.env', name, env[name]) for name in names]
+
+
+def _exec_start(argv, layout):
+    words = [exec_word('definition.argv[%d]' % index, word) for index, word in enumerate(argv)]
+    first, then = layout
+    if not first or first >= len(words):
+        return ['ExecStart=' + ' '.join(words)]
+    # the first words on the ExecStart= line, then `then` words per continued line
+    lines = ['ExecStart=' + ' '.join(words[:first]) + ' \\']
+    rest = words[first:]
+    chunks = [rest[index:index + then] for index in range(0, len(rest), then)]
+    for number, chunk in enumerate(chunks):
+        lines.append('    ' + ' '.join(chunk) + (' \\' if number < len(chunks) - 1 else ''))
+    return lines
+
+
+def _field_lines(field, definition, layout):
+    value = definition.get(field)
+    if field == 'description':
+        return ['Description=' + unit_value('definition.description', value)] if value not in (None, '') else []
+    if field == 'env':
+        return _env_lines(value or {})
+    if field == 'env_files':
+        return ['EnvironmentFile=' + unit_value('definition.env_files[%d]' % index, path)
+                for index, path in enumerate(value or [])]
+    if field == 'cwd':
+        return ['WorkingDirectory=' + unit_value('definition.cwd', value)] if value not in (None, '') else []
+    if field == 'argv':
+        return _exec_start(value, layout)
+    if field == 'timeout_stop_sec':
+        return ['TimeoutStopSec=' + unit_value('definition.timeout_stop_sec', value)] if value not in (None, '') else []
+    if field == 'cpu_affinity':
+        return ['CPUAffinity=' + value] if value not in (None, '') else []
+    # numa_nodes: memory from these nodes only
+    return ['NUMAPolicy=bind', 'NUMAMask=' + value] if value not in (None, '') else []
+
+
+def _exec_layout(unit):
+    layout = unit.get('exec_lines') or [0, 1]
+    if isinstance(layout, list):
+        layout = [int(n) if isinstance(n, str) and n.isdigit() else n for n in layout]
+    if (not isinstance(layout, list) or len(layout) != 2
+            or not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in layout) or layout[1] < 1):
+        raise ValueError('definition.unit.exec_lines is %r; allowed: [words on the ExecStart= line (0: all), words on '
+                         'each continued line (1 or more)]' % (layout,))
+    return layout
+
+
+def check_unit_layout(definition):
+    """ValueError naming the field when definition.unit is not a layout render_unit can write."""
+    unit = definition.get('unit')
+    if not isinstance(unit, dict) or any(key not in ('comment', 'exec_lines') + UNIT_SECTIONS for key in unit):
+        raise ValueError('definition.unit is %r; allowed: a mapping with keys comment, exec_lines, %s'
+                         % (unit, ', '.join(UNIT_SECTIONS)))
+    _exec_layout(unit)
+    placed = set()
+    for section in UNIT_SECTIONS:
+        entries = unit.get(section) or []
+        if not isinstance(entries, list):
+            raise ValueError('definition.unit.%s is %r; allowed: a list of entries' % (section, entries))
+        for index, entry in enumerate(entries):
+            where = 'definition.unit.%s[%d]' % (section, index)
+            if isinstance(entry, str) and not entry.startswith('#'):
+                if entry not in UNIT_FIELDS:
+                    raise ValueError('%s is %r; allowed: a comment ("# ..."), one of the fields %s, {field: F, comment: '
+                                     '[...]} or {Key: value}' % (where, entry, ', '.join(UNIT_FIELDS)))
+                placed.add(entry)
+            elif isinstance(entry, dict) and 'field' in entry:
+                if entry['field'] not in UNIT_FIELDS or any(key not in ('field', 'comment') for key in entry):
+                    raise ValueError('%s is %r; allowed: {field: one of %s, comment: [comment lines]}'
+                                     % (where, entry, ', '.join(UNIT_FIELDS)))
+                placed.add(entry['field'])
+            elif isinstance(entry, dict):
+                if len(entry) != 1 or not _KEY_RE.match(str(next(iter(entry)))):
+                    raise ValueError('%s is %r; allowed: one Key: value pair' % (where, entry))
+            elif not isinstance(entry, str):
+                raise ValueError('%s is %r; allowed: a comment, a field name or a mapping' % (where, entry))
+    for field in _EFFECTIVE_FIELDS:
+        if definition.get(field) not in (None, '', [], {}) and field not in placed:
+            raise ValueError('definition.%s is set but definition.unit places no %s; allowed: a layout that writes '
+                             'every field the definition sets' % (field, field))
+    if 'argv' not in placed:
+        raise ValueError('definition.unit places no argv; allowed: a layout with the field argv in Service')
+    for field in ('cpu_affinity', 'numa_nodes'):
+        value = definition.get(field)
+        if value not in (None, '') and not (isinstance(value, str) and _CPULIST_RE.match(value)):
+            raise ValueError('definition.%s is %r; allowed: a cpulist ("0-47,96-143") or null' % (field, value))
+
+
+def render_unit(definition):
+    """A systemd unit file's text from a service definition (see specdec.bench.service) and its layout.
+
+    definition.unit is the layout: comment (the lines at the top), exec_lines ([words on the ExecStart= line, 0 for all;
+    words per continued line]) and the sections Unit, Service and Install (written in that order, those given), each a
+    list of entries: a comment line ("# ..."), a field of the definition (description, env, env_files, cwd, argv,
+    timeout_stop_sec, cpu_affinity, numa_nodes; a field without a value writes nothing), {field: F, comment: [lines]}
+    (the comment only when F writes something) or {Key: value} (Key=value, % doubled). Every value is checked for
+    control characters and quoted for systemd here. ValueError names the field.
+    """
+    check_unit_layout(definition)
+    unit = definition['unit']
+    layout = _exec_layout(unit)
+    lines = [_comment_line('definition.unit.comment', line) for line in unit.get('comment') or []]
+    sections = [section for section in UNIT_SECTIONS if section in unit]
+    for number, section in enumerate(sections):
+        if number:
+            lines.append('')
+        lines.append('[%s]' % section)
+        for index, entry in enumerate(unit[section] or []):
+            where = 'definition.unit.%s[%d]' % (section, index)
+            if isinstance(entry, str) and entry.startswith('#'):
+                lines.append(_comment_line(where, entry))
+            elif isinstance(entry, str):
+                lines.extend(_field_lines(entry, definition, layout))
+            elif 'field' in entry:
+                written = _field_lines(entry['field'], definition, layout)
+                if written:
+                    lines.extend(_comment_line(where + '.comment', line) for line in entry.get('comment') or [])
+                lines.extend(written)
+            else:
+                key, value = next(iter(entry.items()))
+                lines.append('%s=%s' % (key, unit_value('%s.%s' % (where, key), '' if value is None else value)))
+    return ''.join(line + '\n' for line in lines)

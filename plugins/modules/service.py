@@ -15,7 +15,11 @@ version_added: 0.3.0
 description:
   - One interface for whatever the collection runs for a long time (a stage's SGLang server, a training run, the
     monitoring page), with two backends.
-  - V(systemd) where PID 1 is systemd; the unit file is rendered by the role that owns it.
+  - V(systemd) where PID 1 is systemd. O(state=defined) renders the definition's unit file here (every value checked
+    for control characters and quoted for systemd), writes it into O(staging_dir), has C(systemd-analyze verify) check it
+    there (skipped in check mode and where systemd-analyze is not installed), and only then installs it in O(unit_dir), so
+    that a unit systemd rejects never reaches systemd. It changes only when the unit's bytes or mode change; systemd is
+    reloaded before O(state=started), else by the caller (a handler).
   - V(supervisor) where PID 1 is not systemd (a Docker container whose entrypoint is a shell, C(sleep), sshd or tini).
     The definition (O(definition)) is kept in C(<state_dir>/<name>/service.json). Starting it runs a small supervisor
     process in a session of its own, which outlives the SSH connection and the controller. The supervisor starts the
@@ -39,14 +43,15 @@ options:
     choices: [systemd, supervisor]
   state:
     description:
-      - V(defined) writes O(definition) (supervisor only); V(started) starts the service unless it runs; V(stopped)
-        stops it; V(absent) stops it and removes its state folder (supervisor only); V(status) only reads.
+      - V(defined) writes O(definition) (the supervisor's C(service.json), or systemd's unit); V(started) writes it
+        too when given, then starts the service unless it runs; V(stopped) stops it; V(absent) stops it and removes its
+        state folder (supervisor only); V(status) only reads.
     type: str
     default: status
     choices: [defined, started, stopped, absent, status]
   definition:
     description:
-      - The program to run, for O(backend=supervisor) and O(state=defined).
+      - The program to run, the same for both backends, for O(state=defined) or O(state=started).
       - C(argv) (the program by absolute path first; the words after it are passed as they are, empty ones too),
         C(env) (name to value), C(env_files) (C(NAME=value) files; a leading C(-) allows the file to be absent),
         C(cwd), C(description), C(timeout_stop_sec), C(cpu_affinity) (the CPUs the program runs on, a cpulist such as
@@ -59,7 +64,47 @@ options:
         the groups, the gid and the uid, in that order, then checks that they took and, for a uid other than 0, that
         no capability is left; it enters the working directory after that, as them. Without them the program runs as
         the supervisor does.
+      - C(numa_nodes) (systemd only) - the NUMA nodes (a cpulist) the program's memory is bound to (C(NUMAPolicy=bind),
+        C(NUMAMask=)); null binds none. C(cpu_affinity) becomes C(CPUAffinity=) there.
+      - C(unit) (systemd only, required there) - the unit file's layout. C(comment) the comment lines at its top,
+        C(exec_lines) (words on the C(ExecStart=) line, 0 for all, then words per continued line; default all on one
+        line) and the sections C(Unit), C(Service) and C(Install), each a list of entries written in order - a comment
+        line (C(# ...)); the name of a field of the definition (C(description), C(env) with C(CUDA_VISIBLE_DEVICES)
+        first, C(env_files), C(cwd), C(argv) with each word single-quoted, C(timeout_stop_sec), C(cpu_affinity),
+        C(numa_nodes)), which writes nothing when the field is empty; a mapping C(field) and C(comment), the comment
+        lines written only when the field writes something; or a one-key mapping, written C(Key=value) with C(%)
+        doubled. A layout that leaves out C(argv), or a field with an effect that the definition sets, is refused.
+      - The supervisor keeps neither C(unit) nor C(numa_nodes) (it binds no memory).
     type: dict
+  unit_dir:
+    description: Where systemd units are installed (O(backend=systemd)).
+    type: path
+    default: /etc/systemd/system
+  staging_dir:
+    description: Where a systemd unit is written and verified before it is installed (O(backend=systemd)).
+    type: path
+    default: /var/lib/specdec/units
+  secrets:
+    description:
+      - An environment file of secrets that must not be in the unit file or the definition (name it in the definition's
+        C(env_files)), written with O(state=defined) or O(state=started) before the definition, mode 0600 in a folder
+        made 0700. Its lines are C(NAME="value"), quoted as systemd's C(EnvironmentFile=) reads them; the supervisor
+        reads them the same way.
+    type: dict
+    suboptions:
+      path:
+        description: The file.
+        type: path
+        required: true
+      env:
+        description: Names to one-line values; never logged.
+        type: dict
+        default: {}
+      comment:
+        description: Comment lines at the top of the file (each starting with C(#)).
+        type: list
+        elements: str
+        default: []
   state_dir:
     description: Where the supervisor keeps each service's folder.
     type: path
@@ -78,7 +123,7 @@ attributes:
   check_mode:
     support: full
     details:
-      - Reports what it would start, stop or write and changes nothing.
+      - Reports what it would start, stop or write and changes nothing (a systemd unit is not verified).
   diff_mode:
     support: none
 seealso:
@@ -86,6 +131,25 @@ seealso:
 """
 
 EXAMPLES = r"""
+- name: Render, verify and install a unit (systemd), with its secrets file
+  specdec.bench.service:
+    name: specdec-train-dflash.service
+    backend: systemd
+    state: defined
+    definition:
+      argv: [/bin/bash, /root/train_runs/dflash/run.sh]
+      env: {CUDA_VISIBLE_DEVICES: GPU-0c2a...}
+      env_files: [-/etc/specdec/train-dflash.env]
+      cwd: /root/train_runs/dflash
+      description: specdec training run dflash
+      unit:
+        Unit: [description, {After: network-online.target}]
+        Service: [{Type: simple}, env, env_files, cwd, argv, {Restart: "no"}, {NoNewPrivileges: "true"}]
+    secrets:
+      path: /etc/specdec/train-dflash.env
+      env: {HF_TOKEN: "{{ hf_token }}"}
+  notify: Reload systemd
+
 - name: Define and start the training run where PID 1 is not systemd
   specdec.bench.service:
     name: specdec-train-dflash.service

@@ -1,22 +1,23 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, specdec.bench developers
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""sglang_unit's stage unit, rendered by Ansible's own template module with the role's defaults and vars: a pinned
-stage gets CPUAffinity=, NUMAPolicy=bind and NUMAMask=; an unpinned one, or sglang_unit_pin false, none of them."""
+"""sglang_unit's stage unit, rendered by specdec.bench.service from the definition the role builds with its defaults
+and vars: a pinned stage gets CPUAffinity=, NUMAPolicy=bind and NUMAMask=; an unpinned one, or sglang_unit_pin false,
+none of them."""
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import subprocess
 import sys
 
 import pytest
-import yaml
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-ROLE = os.path.join(REPO, 'roles', 'sglang_unit')
+from ansible_collections.specdec.bench.plugins.module_utils._service import check_definition
+from ansible_collections.specdec.bench.plugins.module_utils._systemd import render_unit
+from test_service_units import role_values
+
 PIN_KEYS = ('CPUAffinity', 'NUMAPolicy', 'NUMAMask')
 
 
@@ -33,25 +34,10 @@ def stage(stage_id, cpu_affinity=None, numa_nodes=None, pinned_keys=True):
 
 def render(tmp_path, stages, **overrides):
     """Each stage's unit text, by stage id."""
-    variables = {'sglang_unit_campaign': 'pin', 'sglang_unit_backend': 'systemd', 'ansible_python_interpreter': sys.executable,
-                 'stages': stages}
+    variables = {'sglang_unit_campaign': 'pin'}
     variables.update(overrides)
-    playbook = [{
-        'hosts': 'localhost', 'gather_facts': False, 'connection': 'local',
-        'vars_files': [os.path.join(ROLE, 'defaults', 'main.yml'), os.path.join(ROLE, 'vars', 'main.yml')],
-        'tasks': [{'ansible.builtin.template': {'src': os.path.join(ROLE, 'templates', 'sglang-stage.service.j2'),
-                                                'dest': str(tmp_path / '{{ item.unit }}'), 'mode': '0644'},
-                   'loop': '{{ stages }}'}],
-    }]
-    (tmp_path / 'render.yml').write_text(yaml.safe_dump(playbook))
-    (tmp_path / 'vars.yml').write_text(yaml.safe_dump(variables))
-    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, 'ansible.cfg'), ANSIBLE_LOCALHOST_WARNING='false',
-               ANSIBLE_INVENTORY_UNPARSED_WARNING='false')
-    result = subprocess.run([os.path.join(REPO, '.venv', 'bin', 'ansible-playbook'), '-i', 'localhost,', '-e',
-                             '@%s' % (tmp_path / 'vars.yml'), str(tmp_path / 'render.yml')],
-                            capture_output=True, text=True, cwd=REPO, env=env, timeout=120, check=False)
-    assert result.returncode == 0, result.stdout + result.stderr
-    return dict((item['id'], (tmp_path / item['unit']).read_text()) for item in stages)
+    definitions = role_values(tmp_path, 'sglang_unit', [dict(variables, item=item) for item in stages], '_sglang_unit_definition')
+    return dict((item['id'], render_unit(check_definition(definition))) for item, definition in zip(stages, definitions))
 
 
 def service_keys(text):

@@ -121,7 +121,7 @@ def test_no_role_local_id_regex_and_no_path_into_the_collection(role):
     variables = load(role, 'vars', 'main.yml')
     assert not [name for name, value in variables.items() if ID_PATTERN in str(value)]
     for folder in ('tasks', 'vars', 'defaults', 'handlers', 'templates'):
-        for name in os.listdir(os.path.join(REPO, 'roles', role, folder)):
+        for name in sorted(os.listdir(os.path.join(REPO, 'roles', role, folder))) if os.path.isdir(os.path.join(REPO, 'roles', role, folder)) else []:
             with open(os.path.join(REPO, 'roles', role, folder, name), encoding='utf-8') as handle:
                 text = handle.read()
             assert '/../' not in text and 'module_utils' not in text, (folder, name)
@@ -134,7 +134,7 @@ def test_systemd_folder_is_a_variable(role):
     spec = load(role, 'meta', 'argument_specs.yml')['argument_specs']['main']['options'][role + '_unit_dir']
     assert spec['default'] == '/etc/systemd/system' and spec['type'] == 'path'
     for folder in ('tasks', 'vars', 'handlers', 'templates'):
-        for name in os.listdir(os.path.join(REPO, 'roles', role, folder)):
+        for name in sorted(os.listdir(os.path.join(REPO, 'roles', role, folder))) if os.path.isdir(os.path.join(REPO, 'roles', role, folder)) else []:
             with open(os.path.join(REPO, 'roles', role, folder, name), encoding='utf-8') as handle:
                 assert '/etc/systemd' not in handle.read(), (folder, name)
 

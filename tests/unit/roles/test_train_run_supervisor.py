@@ -1,9 +1,9 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, specdec.bench developers
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""train_run where PID 1 is not systemd: its secrets file, rendered by Ansible's template module for the supervisor
-backend, read by the real supervisor script, must give the program each secret exactly; and the preflight refuses
-what the supervisor cannot carry."""
+"""train_run's secrets file, as specdec.bench.service writes it from the role's _train_run_secrets (one format, systemd's
+EnvironmentFile= quoting, for both backends), read by the real supervisor script, must give the program each secret
+exactly; and the preflight refuses what the supervisor cannot carry."""
 
 from __future__ import annotations
 
@@ -17,11 +17,13 @@ import time
 import pytest
 import yaml
 
-from test_train_run_templates import ROLE, render
+from test_service_units import role_values
+from test_train_run_templates import ROLE
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 sys.path.insert(0, os.path.join(REPO, 'plugins', 'module_utils'))
 import _supervisor  # noqa: E402  pylint: disable=import-error,wrong-import-position
+from ansible_collections.specdec.bench.plugins.module_utils._service import write_env_file  # noqa: E402
 
 # One-line values the preflight lets through for the supervisor: quotes, backslashes, $ and = inside, not at the ends.
 SECRETS = {
@@ -32,11 +34,19 @@ SECRETS = {
 }
 
 
+def secrets_file(tmp_path, secrets):
+    """The role's secrets option (_train_run_secrets) for these secrets, written by the module's writer."""
+    case = {'train_run_name': 'dflash-test', 'train_run_secrets': secrets, 'train_run_secrets_dir': str(tmp_path / 'secrets')}
+    option = role_values(tmp_path, 'train_run', [case], '_train_run_secrets')[0]
+    assert option['path'] == str(tmp_path / 'secrets' / 'train-dflash-test.env')
+    assert write_env_file(option['path'], option['env'], option['comment'])
+    assert not write_env_file(option['path'], option['env'], option['comment'])  # unchanged: not written again
+    assert os.stat(option['path']).st_mode & 0o777 == 0o600 and os.stat(str(tmp_path / 'secrets')).st_mode & 0o777 == 0o700
+    return option['path']
+
+
 def test_supervisor_gives_the_program_each_secret_exactly(tmp_path):
-    run_dir = render(tmp_path, templates=('train-secrets.env.j2',), train_run_backend='supervisor',
-                     train_run_secrets=SECRETS)
-    env_file = str(run_dir / 'train-secrets.env')
-    assert os.path.isfile(env_file)
+    env_file = secrets_file(tmp_path, SECRETS)
     folder = str(tmp_path / 'specdec-train-dflash-test.service')
     os.makedirs(folder)
     dump = str(tmp_path / 'env.json')
@@ -55,9 +65,9 @@ def test_supervisor_gives_the_program_each_secret_exactly(tmp_path):
 
 
 def test_systemd_gets_its_quoting(tmp_path):
-    run_dir = render(tmp_path, templates=('train-secrets.env.j2',), train_run_backend='systemd',
-                     train_run_secrets={'HF_TOKEN': 'a"b\\c$d'})
-    assert 'HF_TOKEN="a\\"b\\\\c\\$d"\n' in (run_dir / 'train-secrets.env').read_text()
+    text = open(secrets_file(tmp_path, {'HF_TOKEN': 'a"b\\c$d'}), encoding='utf-8').read()
+    assert text.startswith('#\n# Ansible managed\n#\n# Environment of the training run dflash-test ')
+    assert text.endswith('HF_TOKEN="a\\"b\\\\c\\$d"\n')
 
 
 def test_the_preflight_refuses_what_the_supervisor_would_strip():
@@ -69,7 +79,7 @@ def test_the_preflight_refuses_what_the_supervisor_would_strip():
         assert not re.search(unsafe, value), value
 
 
-@pytest.mark.parametrize('name', ['environment.yml', 'definition.yml', 'unit.yml', 'start.yml', 'run.yml'])
+@pytest.mark.parametrize('name', ['environment.yml', 'definition.yml', 'start.yml', 'run.yml'])
 def test_no_literal_systemd_folder_in_the_tasks(name):
     with open(os.path.join(ROLE, 'tasks', name), encoding='utf-8') as handle:
         assert '/etc/systemd/system' not in handle.read()

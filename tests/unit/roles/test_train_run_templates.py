@@ -18,12 +18,16 @@ import sys
 import pytest
 import yaml
 
+from ansible_collections.specdec.bench.plugins.module_utils._service import check_definition
+from ansible_collections.specdec.bench.plugins.module_utils._systemd import render_unit
+from test_service_units import role_values
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 ROLE = os.path.join(REPO, 'roles', 'train_run')
 HOSTILE = ['a b', "it's", '$(touch pwned)', '`touch pwned`', '"quoted"', '%n', '{name}@{run_dir}', '; exit 7']
 
 
-def render(tmp_path, templates=('run.sh.j2', 'train_dflash.sh.j2', 'specdec-train.service.j2'), **overrides):
+def render(tmp_path, templates=('run.sh.j2', 'train_dflash.sh.j2'), **overrides):
     """Render the role's templates with its defaults and vars, plus overrides, into the run folder."""
     run_dir = tmp_path / 'dflash-test'
     run_dir.mkdir(exist_ok=True)
@@ -85,11 +89,16 @@ def test_default_pipeline_is_valid_bash(tmp_path, serve_target):
 
 
 def test_unit_pins_gpus_and_quotes_for_systemd(tmp_path):
-    run_dir = render(tmp_path, train_run_env={'NOTE': 'say "hi" 100% \\o/'})
-    unit = (run_dir / 'specdec-train.service').read_text()
+    """The run's unit, rendered by specdec.bench.service from the role's definition."""
+    definition = role_values(tmp_path, 'train_run', [{
+        'train_run_name': 'dflash-test', 'train_run_root': str(tmp_path), 'train_run_env': {'NOTE': 'say "hi" 100% \\o/'},
+        'train_run_info': {'gpus': {'serve': ['GPU-a', 'GPU-b'], 'train': ['GPU-c']}}}], '_train_run_definition')[0]
+    unit = render_unit(check_definition(definition))
+    run_dir = tmp_path / 'dflash-test'
     assert 'Environment="CUDA_VISIBLE_DEVICES=GPU-a,GPU-b,GPU-c"' in unit
     assert 'Environment="SPECDEC_SERVE_GPUS=GPU-a,GPU-b"' in unit and 'Environment="SPECDEC_TRAIN_NPROC=1"' in unit
     assert 'Environment="NOTE=say \\"hi\\" 100%% \\\\o/"' in unit
-    assert 'ExecStart=/bin/bash %s/run.sh' % run_dir in unit and 'Restart=no' in unit and '[Install]' not in unit
+    assert "ExecStart='/bin/bash' '%s/run.sh'" % run_dir in unit and 'Restart=no' in unit and '[Install]' not in unit
     if shutil.which('systemd-analyze') and os.path.isdir('/run/systemd/system'):
-        subprocess.run(['systemd-analyze', 'verify', str(run_dir / 'specdec-train.service')], check=False, timeout=60)
+        (tmp_path / 'specdec-train.service').write_text(unit)
+        subprocess.run(['systemd-analyze', 'verify', str(tmp_path / 'specdec-train.service')], check=False, timeout=60)

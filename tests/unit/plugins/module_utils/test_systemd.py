@@ -5,6 +5,10 @@
 from __future__ import annotations
 
 import os
+import re
+import shutil
+import subprocess
+import sys
 
 import pytest
 
@@ -180,3 +184,138 @@ def test_unit_of_a_pid_from_proc_cgroup(fixture, pid1, expected):
 def test_cgroup_v1_only_name_systemd_line():
     entries = parse_proc_cgroup('11:memory:/system.slice/x.service\n1:name=systemd:/system.slice/x.service\n')
     assert systemd.unit_from_cgroup_path(systemd_cgroup_path(entries)) == 'x.service'
+
+
+# ---- unit files: quoting and rendering ----
+
+LAYOUT = {'comment': ['#', '# a unit'], 'Unit': ['description'],
+          'Service': ['env', 'env_files', 'cwd', 'argv', 'timeout_stop_sec', 'cpu_affinity', 'numa_nodes', {'Restart': 'no'}]}
+
+
+def definition(**extra):
+    base = {'argv': ['/usr/bin/python3', '-m', 'x'], 'description': 'd', 'unit': LAYOUT}
+    base.update(extra)
+    return base
+
+
+@pytest.mark.parametrize(('word', 'quoted'), [
+    ('plain', "'plain'"),
+    ('a b', "'a b'"),
+    ("it's", "'it\\'s'"),
+    ('"dq"', "'\"dq\"'"),
+    ('back\\slash', "'back\\\\slash'"),
+    ('100%', "'100%%'"),
+    ('%n%h', "'%%n%%h'"),
+    ('$HOME ${X}', "'$$HOME $${X}'"),
+    ('', "''"),
+    ('{"x": \'%s $y\'}', "'{\"x\": \\'%%s $$y\\'}'"),
+])
+def test_exec_word_quotes_for_systemd(word, quoted):
+    assert systemd.exec_word('definition.argv[1]', word) == quoted
+
+
+@pytest.mark.parametrize(('value', 'quoted'), [
+    ('x', '"N=x"'),
+    ('say "hi"', '"N=say \\"hi\\""'),
+    ('a\\b', '"N=a\\\\b"'),
+    ('50%', '"N=50%%"'),
+    ("$HOME `id` it's", '"N=$HOME `id` it\'s"'),  # Environment= expands no variable
+    (7, '"N=7"'),
+])
+def test_environment_values_are_double_quoted(value, quoted):
+    assert systemd.env_assignment('definition.env', 'N', value) == quoted
+
+
+def test_environment_file_lines_escape_what_systemd_unescapes():
+    assert systemd.env_file_assignment('secrets.env', 'T', 'a"b\\c$d`e f') == 'T="a\\"b\\\\c\\$d\\`e f"'
+    assert systemd.env_file_text({'B': '2', 'A': '1'}, ['# c']) == '# c\nA="1"\nB="2"\n'
+
+
+@pytest.mark.parametrize('char', ['\n', '\r', '\x00', '\t', '\x1b', '\x7f', '\x85', '\u2028', '\u2029'])
+def test_control_characters_are_refused_naming_the_field(char):
+    for make, field in (
+            (lambda: systemd.exec_word('definition.argv[2]', 'a%sb' % char), 'definition.argv[2]'),
+            (lambda: systemd.env_assignment('definition.env', 'TOKEN', 'x%sExecStartPre=/bin/true' % char), 'definition.env.TOKEN'),
+            (lambda: systemd.unit_value('definition.unit.Service[3].ReadWritePaths', 'a%s' % char),
+             'definition.unit.Service[3].ReadWritePaths'),
+            (lambda: systemd.env_file_assignment('secrets.env', 'HF_TOKEN', 'x%s' % char), 'secrets.env.HF_TOKEN')):
+        with pytest.raises(ValueError, match=re.escape(field) + ' holds the control character'):
+            make()
+
+
+def test_render_refuses_a_control_character_in_any_field():
+    with pytest.raises(ValueError, match=r'definition\.argv\[3\] holds'):
+        systemd.render_unit(definition(argv=['/bin/x', 'a', 'b', 'c\nExecStartPre=/bin/true']))
+    with pytest.raises(ValueError, match=r'definition\.description holds'):
+        systemd.render_unit(definition(description='d\r'))
+    with pytest.raises(ValueError, match=r'definition\.unit\.comment holds'):
+        systemd.render_unit(definition(unit=dict(LAYOUT, comment=['# a\n[Service]'])))
+
+
+@pytest.mark.parametrize('name', ['', '1A', 'A-B', 'A=B', 'A B', 'É'])
+def test_environment_names_are_refused_naming_the_field(name):
+    with pytest.raises(ValueError, match=r'definition\.env has the name'):
+        systemd.env_assignment('definition.env', name, 'x')
+
+
+def test_render_writes_the_layout_in_order():
+    text = systemd.render_unit(definition(
+        env={'Z': 'z', 'CUDA_VISIBLE_DEVICES': 'GPU-1', 'A': 'a'}, env_files=['-/etc/s.env'], cwd='/srv/100%',
+        timeout_stop_sec=60, cpu_affinity='0-3', numa_nodes='0', description='50% d'))
+    assert text == (
+        '#\n# a unit\n[Unit]\nDescription=50%% d\n\n[Service]\n'
+        'Environment="CUDA_VISIBLE_DEVICES=GPU-1"\nEnvironment="A=a"\nEnvironment="Z=z"\n'
+        'EnvironmentFile=-/etc/s.env\nWorkingDirectory=/srv/100%%\n'
+        "ExecStart='/usr/bin/python3' '-m' 'x'\nTimeoutStopSec=60\n"
+        'CPUAffinity=0-3\nNUMAPolicy=bind\nNUMAMask=0\nRestart=no\n')
+
+
+def test_empty_fields_write_nothing_and_their_comment_neither():
+    layout = {'Service': [{'field': 'cpu_affinity', 'comment': ['# pinned']}, 'argv', {'NoNewPrivileges': True},
+                          {'CapabilityBoundingSet': ''}]}
+    assert systemd.render_unit({'argv': ['/bin/x'], 'unit': layout}) == (
+        "[Service]\nExecStart='/bin/x'\nNoNewPrivileges=true\nCapabilityBoundingSet=\n")
+    pinned = systemd.render_unit({'argv': ['/bin/x'], 'cpu_affinity': '1', 'unit': layout})
+    assert pinned.startswith('[Service]\n# pinned\nCPUAffinity=1\n')
+
+
+@pytest.mark.parametrize(('exec_lines', 'expected'), [
+    ([0, 1], "ExecStart='/p' 'a' 'b' 'c'\n"),
+    ([1, 1], "ExecStart='/p' \\\n    'a' \\\n    'b' \\\n    'c'\n"),
+    ([2, 2], "ExecStart='/p' 'a' \\\n    'b' 'c'\n"),
+    (['1', 3], "ExecStart='/p' \\\n    'a' 'b' 'c'\n"),
+    ([4, 1], "ExecStart='/p' 'a' 'b' 'c'\n"),
+])
+def test_exec_start_lines(exec_lines, expected):
+    text = systemd.render_unit({'argv': ['/p', 'a', 'b', 'c'], 'unit': {'exec_lines': exec_lines, 'Service': ['argv']}})
+    assert text == '[Service]\n' + expected
+
+
+@pytest.mark.parametrize(('changes', 'fragment'), [
+    ({'unit': {'Service': ['env']}}, 'places no argv'),
+    ({'env': {'A': '1'}, 'unit': {'Service': ['argv']}}, 'definition.env is set but definition.unit places no env'),
+    ({'numa_nodes': '0', 'unit': {'Service': ['argv']}}, 'definition.numa_nodes is set'),
+    ({'unit': {'Service': ['argv', 'bogus']}}, r'definition.unit.Service\[1\] is .bogus.'),
+    ({'unit': {'Service': ['argv', {'A': 1, 'B': 2}]}}, 'one Key: value pair'),
+    ({'unit': {'Service': ['argv', {'Bad Key': 1}]}}, 'one Key: value pair'),
+    ({'unit': {'Service': ['argv'], 'Timer': []}}, 'allowed: a mapping with keys'),
+    ({'unit': {'Service': ['argv'], 'exec_lines': [1, 0]}}, 'exec_lines'),
+    ({'unit': {'Service': ['argv', 'cpu_affinity'], 'comment': ['not a comment']}}, 'comment lines starting with #'),
+    ({'cpu_affinity': '0-3;x', 'unit': {'Service': ['argv', 'cpu_affinity']}}, 'definition.cpu_affinity is'),
+    ({'unit': None}, 'definition.unit is None'),
+])
+def test_a_bad_layout_is_refused_naming_the_field(changes, fragment):
+    with pytest.raises(ValueError, match=fragment):
+        systemd.render_unit(dict({'argv': ['/bin/x']}, **changes))
+
+
+@pytest.mark.skipif(shutil.which('systemd-analyze') is None, reason='no systemd-analyze here')
+def test_systemd_reads_the_words_back_exactly(tmp_path):
+    """systemd-analyze parses the rendered ExecStart= and Environment= without a warning (a bad escape would be one)."""
+    hostile = ['a b', "it's", '"q"', 'back\\slash', '100%', '$HOME', '', '{"x": \'%s $y\'}']
+    unit = tmp_path / 'specdec-quoting.service'
+    unit.write_text(systemd.render_unit({
+        'argv': [sys.executable, '-c', 'pass'] + hostile, 'env': {'N': 'say "hi" 50% \\o/ $x'}, 'description': 'quoting',
+        'unit': {'Unit': ['description'], 'Service': [{'Type': 'simple'}, 'env', 'argv']}}))
+    result = subprocess.run(['systemd-analyze', 'verify', str(unit)], capture_output=True, text=True, timeout=60, check=False)
+    assert str(unit) not in result.stderr, result.stderr

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import sys
 import time
@@ -173,3 +174,121 @@ def test_an_env_file_in_systemds_quoting_reaches_the_program_exactly(svc, tmp_pa
     svc('started', definition)
     wait_until(lambda: svc()['service']['state'] == 'exited', 'the program to end')
     assert json.loads(out.read_text()) == [secret, 'x=y']
+
+
+# ---- state=defined on systemd: render, stage, verify, install ----
+
+UNIT_DEFINITION = {
+    'argv': ['/usr/bin/python3', '-m', 'sglang.launch_server', '--host=127.0.0.1'],
+    'env': {'CUDA_VISIBLE_DEVICES': 'GPU-1', 'HOME': '/var/lib/specdec'}, 'env_files': ['-/etc/specdec/test.env'],
+    'cwd': '/', 'description': 'specdec test', 'cpu_affinity': [0, 1, 2, 3], 'numa_nodes': '0',
+    'unit': {'comment': ['# test'], 'exec_lines': [3, 1], 'Unit': ['description'],
+             'Service': [{'Type': 'simple'}, 'env', 'cpu_affinity', 'numa_nodes', 'env_files', 'argv', 'cwd', {'Restart': 'no'}]},
+}
+UNIT_TEXT = ('# test\n[Unit]\nDescription=specdec test\n\n[Service]\nType=simple\n'
+             'Environment="CUDA_VISIBLE_DEVICES=GPU-1"\nEnvironment="HOME=/var/lib/specdec"\n'
+             'CPUAffinity=0-3\nNUMAPolicy=bind\nNUMAMask=0\nEnvironmentFile=-/etc/specdec/test.env\n'
+             "ExecStart='/usr/bin/python3' '-m' 'sglang.launch_server' \\\n    '--host=127.0.0.1'\nWorkingDirectory=/\nRestart=no\n")
+
+
+@pytest.fixture(name='unit')
+def systemd_unit(tmp_path, run_module, monkeypatch):
+    """service with backend systemd against folders under tmp_path, a systemctl that logs its calls (every unit loaded
+    and inactive) and a systemd-analyze that logs what it verified (and refuses a unit whose text holds REFUSE)."""
+    bin_dir = tmp_path / 'bin'
+    bin_dir.mkdir()
+    log = tmp_path / 'calls.log'
+    (bin_dir / 'systemctl').write_text(
+        '#!/bin/sh\necho "systemctl $*" >> %s\n'
+        'case "$1" in show) printf "Id=x.service\\nLoadState=loaded\\nActiveState=inactive\\nSubState=dead\\nMainPID=0\\n";; esac\n' % log)
+    (bin_dir / 'systemd-analyze').write_text(
+        '#!/bin/sh\necho "systemd-analyze $*" >> %s\n'
+        'if /bin/grep -q REFUSE "$2"; then echo "$2:9: Executable path is not absolute" >&2; exit 1; fi\n' % log)
+    for name in ('systemctl', 'systemd-analyze'):
+        os.chmod(str(bin_dir / name), 0o755)
+    monkeypatch.setenv('PATH', str(bin_dir))
+
+    def call(definition=None, state='defined', **extra):
+        args = dict(name=NAME, backend='systemd', state=state, unit_dir=str(tmp_path / 'system'),
+                    staging_dir=str(tmp_path / 'staging'), **extra)
+        args['definition'] = UNIT_DEFINITION if definition is None else definition
+        return run_module(service, args)
+    call.log = log
+    call.installed = tmp_path / 'system' / NAME
+    call.staged = tmp_path / 'staging' / NAME
+    return call
+
+
+def test_systemd_defined_stages_verifies_then_installs(unit):
+    result = unit()
+    assert not result.get('failed') and result['changed']
+    assert unit.installed.read_text() == UNIT_TEXT and unit.staged.read_text() == UNIT_TEXT
+    assert os.stat(str(unit.installed)).st_mode & 0o777 == 0o644
+    assert os.stat(os.path.dirname(str(unit.staged))).st_mode & 0o777 == 0o700
+    assert 'systemd-analyze verify %s' % unit.staged in unit.log.read_text()
+    again = unit()
+    assert not again['changed']  # the same bytes: unchanged, though verified again
+    assert unit.log.read_text().count('systemd-analyze verify') == 2
+
+
+def test_systemd_defined_reports_a_changed_mode_and_byte(unit):
+    unit()
+    os.chmod(str(unit.installed), 0o600)
+    assert unit()['changed'] and os.stat(str(unit.installed)).st_mode & 0o777 == 0o644
+    assert unit(dict(UNIT_DEFINITION, description='specdec test 2'))['changed']
+    assert 'Description=specdec test 2\n' in unit.installed.read_text()
+
+
+def test_a_unit_systemd_analyze_refuses_stays_in_staging(unit):
+    result = unit(dict(UNIT_DEFINITION, description='REFUSE'))
+    assert result['failed'] and 'systemd-analyze verify refused' in result['msg'] and 'not absolute' in result['msg']
+    assert unit.staged.exists() and not unit.installed.exists()
+
+
+def test_check_mode_writes_and_verifies_nothing(unit):
+    result = unit(_ansible_check_mode=True)
+    assert result['changed'] and not unit.installed.exists() and not unit.staged.exists()
+    assert 'systemd-analyze' not in (unit.log.read_text() if unit.log.exists() else '')
+    unit()
+    assert not unit(_ansible_check_mode=True)['changed']
+
+
+def test_without_systemd_analyze_the_unit_is_installed_unverified(unit, tmp_path):
+    os.remove(str(tmp_path / 'bin' / 'systemd-analyze'))
+    assert unit()['changed'] and unit.installed.read_text() == UNIT_TEXT
+
+
+def test_a_started_unit_is_reloaded_first(unit):
+    result = unit(state='started')
+    calls = unit.log.read_text().splitlines()
+    assert 'systemctl daemon-reload' in calls
+    assert calls.index('systemctl daemon-reload') < calls.index('systemctl start -- %s' % NAME)
+    assert result['changed'] and not result.get('failed')
+
+
+@pytest.mark.parametrize(('changes', 'fragment'), [
+    ({'argv': ['/usr/bin/python3', 'x\nExecStartPre=/bin/true']}, r'definition\.argv\[1\] holds the control character'),
+    ({'env': {'A': 'x\r'}}, r'definition\.env\.A holds the control character'),
+    ({'unit': None}, 'definition.unit is None'),
+    ({'argv': ['python3']}, 'definition.argv.0. is .python3.; allowed: an absolute path'),
+])
+def test_a_bad_systemd_definition_names_the_field(unit, changes, fragment):
+    result = unit(dict(UNIT_DEFINITION, **changes))
+    assert result['failed'] and re.search(fragment, result['msg']), result['msg']
+    assert not unit.staged.exists() and not unit.installed.exists()
+
+
+def test_secrets_file_is_0600_and_never_logged(unit, tmp_path):
+    secret = 'hf_"s3cr3t"\\$x'
+    path = tmp_path / 'etc' / 'specdec' / 'test.env'
+    result = unit(secrets={'path': str(path), 'env': {'HF_TOKEN': secret}, 'comment': ['# secrets']})
+    assert result['changed'] and secret not in json.dumps(result)
+    assert path.read_text() == '# secrets\nHF_TOKEN="hf_\\"s3cr3t\\"\\\\\\$x"\n'
+    assert os.stat(str(path)).st_mode & 0o777 == 0o600 and os.stat(str(path.parent)).st_mode & 0o777 == 0o700
+    assert not unit(secrets={'path': str(path), 'env': {'HF_TOKEN': secret}, 'comment': ['# secrets']})['changed']
+
+
+def test_the_supervisor_keeps_no_unit_layout(svc, tmp_path):
+    assert svc('defined', dict(UNIT_DEFINITION, argv=[sys.executable, '-c', 'pass']))['changed']
+    kept = json.loads((tmp_path / NAME / 'service.json').read_text())
+    assert 'unit' not in kept and 'numa_nodes' not in kept and kept['cpu_affinity'] == '0-3'
