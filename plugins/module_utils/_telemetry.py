@@ -32,8 +32,12 @@ import tempfile
 import threading
 import time
 
-from ansible_collections.specdec.bench.plugins.module_utils import _nvidia_smi as smi
-from ansible_collections.specdec.bench.plugins.module_utils import _nvml
+try:
+    from ansible_collections.specdec.bench.plugins.module_utils import _nvidia_smi as smi
+    from ansible_collections.specdec.bench.plugins.module_utils import _nvml
+except ImportError:  # a plain module beside the training monitor's program, its two siblings beside it (no collection)
+    import _nvidia_smi as smi  # pylint: disable=import-error
+    import _nvml  # pylint: disable=import-error
 
 BACKENDS = ('auto', 'pynvml', 'ctypes', 'nvidia-smi')
 MIN_INTERVAL_S = 0.05

@@ -4,7 +4,7 @@
 
 For each log size (MB of the simulated trainer's output: tqdm bars and JSON lines), in the same run:
   reread        parse the whole log for every request (what a monitor without state would do)
-  incremental   the monitor's way (roles/train_monitor/files/specdec_train_monitor.py, Monitor.status): read only
+  incremental   the monitor's way (roles/train_monitor/files/specdec_monitor/status.py, Monitor.status): read only
                 what was appended since the last request
 Between two requests the trainer appends one step (a bar and a JSON line), as a live run does. The unit state comes
 from a stand-in systemctl (a shell script), the same in both variants. Medians of --runs requests, ms; the ratio is
@@ -18,6 +18,7 @@ history (the index built by the first client, INDEX_READ_BYTES per answer; serve
 client) is shown apart: it is a once-per-log cost, shared by every client.
 """
 import argparse
+import collections
 import json
 import os
 import pathlib
@@ -32,7 +33,7 @@ sys.path.insert(0, str(REPO / "roles" / "train_monitor" / "files"))
 sys.path.insert(0, str(REPO / "plugins" / "module_utils"))
 
 import _train_log  # noqa: E402  pylint: disable=wrong-import-position,import-error
-import specdec_train_monitor  # noqa: E402  pylint: disable=wrong-import-position,import-error
+import specdec_monitor as specdec_train_monitor  # noqa: E402  pylint: disable=wrong-import-position,import-error
 
 
 def step_text(step, total):
@@ -63,7 +64,7 @@ def with_gpus(monitor):
     for second in range(specdec_train_monitor.GPU_SPARK_SAMPLES):
         for gpu in range(4):
             record = {"t": now - 120 + second, "gpu": str(gpu), "util": 87, "mem": 30000, "power": 312.5, "temp": 61}
-            watch.recent.setdefault(str(gpu), specdec_train_monitor.collections.deque(
+            watch.recent.setdefault(str(gpu), collections.deque(
                 maxlen=specdec_train_monitor.GPU_SPARK_SAMPLES)).append(record)
     monitor.gpu_watch = watch
     return monitor

@@ -7,9 +7,11 @@ file read back after a restart, the run's GPUs from its definition), through the
 
 from __future__ import annotations
 
+import ast
 import http.client
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -34,12 +36,14 @@ def monitor_service(tmp_path):
 
 @pytest.fixture(name='monitor_module')
 def import_monitor(tmp_path, monkeypatch):
-    """specdec_train_monitor as a module, from the role's files and the collection's module_utils."""
+    """The monitor's package (specdec_monitor), from the role's files and the collection's module_utils."""
     monkeypatch.syspath_prepend(FILES)
     monkeypatch.syspath_prepend(os.path.dirname(_train_log.__file__))
-    sys.modules.pop('specdec_train_monitor', None)
-    import specdec_train_monitor  # pylint: disable=import-error,import-outside-toplevel
-    return specdec_train_monitor
+    monkeypatch.setattr(sys, 'dont_write_bytecode', True)  # no __pycache__ in the role's files
+    for name in [name for name in sys.modules if name.partition('.')[0] == 'specdec_monitor']:
+        monkeypatch.delitem(sys.modules, name)  # imported again from FILES, as the service imports it
+    import specdec_monitor  # pylint: disable=import-error,import-outside-toplevel
+    return specdec_monitor
 
 
 def history(service, since=0, of=None):
@@ -195,11 +199,25 @@ def test_the_gpu_sampler_loads_on_a_bare_python(tmp_path):
     from ansible_collections.specdec.bench.plugins.modules import train_monitor_install  # pylint: disable=import-outside-toplevel
     install = tmp_path / 'install'
     install.mkdir()
-    for name in os.listdir(FILES):
-        (install / name).write_bytes(open(os.path.join(FILES, name), 'rb').read())  # pylint: disable=consider-using-with
+    shutil.copytree(FILES, install, dirs_exist_ok=True, ignore=shutil.ignore_patterns('__pycache__'))
     for name, source in train_monitor_install.library_sources().items():
         (install / name).write_bytes(source)
-    code = 'import specdec_train_monitor as m; t, e = m.import_telemetry(); print(e or t.BACKENDS)'
+    code = ('import specdec_monitor as m; t, e = m.import_telemetry(); print(e or t.BACKENDS); print(t.smi.__name__, t._nvml.__name__); '
+            'print([name for name in sys.modules if name.startswith("ansible_collections")])')
     done = subprocess.run([sys.executable, '-I', '-S', '-c', 'import sys; sys.path.insert(0, %r); %s' % (str(install), code)],
                           capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 0 and 'nvidia-smi' in done.stdout, done.stderr
+    # the plain modules beside it, and no stand-in for the collection's package
+    assert done.stdout.splitlines()[1:] == ['_nvidia_smi _nvml', '[]'], done.stdout
+
+
+def test_the_monitor_puts_nothing_in_sys_modules():
+    """No module of the monitor writes sys.modules or makes a module object: its imports are plain imports."""
+    for folder, _folders, names in os.walk(FILES):
+        for name in names:
+            if name.endswith('.py'):
+                with open(os.path.join(folder, name), encoding='utf-8') as handle:
+                    tree = ast.parse(handle.read())
+                for node in ast.walk(tree):
+                    if isinstance(node, ast.Attribute):
+                        assert node.attr not in ('modules', 'ModuleType'), '%s:%d' % (name, node.lineno)

@@ -56,13 +56,14 @@ def monitor_service(tmp_path):
 
 @pytest.fixture(name='monitor_module')
 def import_monitor(monkeypatch):
-    """specdec_train_monitor as a module, from the role's files and the collection's module_utils."""
+    """The monitor's package (specdec_monitor), from the role's files and the collection's module_utils."""
     monkeypatch.syspath_prepend(FILES)
     monkeypatch.syspath_prepend(os.path.dirname(_train_log.__file__))
     monkeypatch.setattr(sys, 'dont_write_bytecode', True)
-    sys.modules.pop('specdec_train_monitor', None)
-    import specdec_train_monitor  # pylint: disable=import-error,import-outside-toplevel
-    return specdec_train_monitor
+    for name in [name for name in sys.modules if name.partition('.')[0] == 'specdec_monitor']:
+        monkeypatch.delitem(sys.modules, name)  # imported again from FILES, as the service imports it
+    import specdec_monitor  # pylint: disable=import-error,import-outside-toplevel
+    return specdec_monitor
 
 
 def path_of(service):

@@ -218,6 +218,8 @@ def test_events_push_each_change(service):
     '/static/../../../etc/passwd',
     '/_train_log.py',
     '/specdec_train_monitor.py',
+    '/specdec_monitor/server.py',
+    '/static/../specdec_monitor/status.py',
 ])
 def test_nothing_outside_the_run_is_served(service, path):
     os.symlink('/etc/passwd', os.path.join(service.run_dir, 'secret-link'))
@@ -336,13 +338,13 @@ def test_page_is_self_contained_and_locked_down(service):
 
 
 def load_monitor():
-    """The service's module, imported as the service runs it (its parser and the supervisor's reader beside it)."""
+    """The service's package, imported as the service runs it (its parser and the supervisor's reader beside it)."""
     # No __pycache__ in the role's files: the role ships that folder as it is.
     writes_bytecode, sys.dont_write_bytecode = sys.dont_write_bytecode, True
     sys.path.insert(0, FILES)
     sys.path.insert(0, os.path.dirname(PARSER))
     try:
-        return importlib.import_module('specdec_train_monitor')
+        return importlib.import_module('specdec_monitor')
     finally:
         sys.path.remove(FILES)
         sys.path.remove(os.path.dirname(PARSER))
@@ -388,7 +390,7 @@ def test_a_request_never_waits_behind_another_reading_a_burst(tmp_path, monkeypa
     module = load_monitor()
     reading, release = threading.Event(), threading.Event()
 
-    class HeldLog(module.TrainLog):
+    class HeldLog(module.status.TrainLog):
         hold = False
 
         def feed(self, data):
@@ -398,7 +400,7 @@ def test_a_request_never_waits_behind_another_reading_a_burst(tmp_path, monkeypa
                 release.wait(DEADLINE)
             super().feed(data)
 
-    monkeypatch.setattr(module, 'TrainLog', HeldLog)
+    monkeypatch.setattr(module.status, 'TrainLog', HeldLog)
     service = Service(str(tmp_path))
     service.write('{"step": 20, "total_steps": 100, "loss": 3.1}\n')
     monitor = module.Monitor(service.run_dir, 'specdec-train-dflash-test.service', 'dflash-test',
@@ -448,5 +450,6 @@ def test_unit_states():
 
 def test_the_service_files_are_not_executable_scripts():
     # The unit runs them with the Python it names; nothing in the install folder is executed by itself.
-    for name in os.listdir(FILES):
-        assert not os.stat(os.path.join(FILES, name)).st_mode & stat.S_IXUSR, name
+    for folder, _folders, names in os.walk(FILES):
+        for name in names:
+            assert not os.stat(os.path.join(folder, name)).st_mode & stat.S_IXUSR, name
