@@ -13,7 +13,7 @@ import re
 from .keys import METHOD_NAMES
 from .latex_sections import _tex_ci, checkpoint_latex, interference_latex, paper_latex, tex_escape, time_latex
 from .read import MEASURED
-from .tables import _best_stage, _energy_cells, _groups, _markers_used, _not_significant, _per_request, _repeated, _throttle_reasons, named_runs
+from .tables import _energy_cells, _groups, _markers_used, _per_request, _repeated, _throttle_reasons, named_runs, setting_table
 from .text import beside_note, energy_method_line, ENERGY_THROTTLED, NOT_SIGNIFICANT
 
 
@@ -35,7 +35,6 @@ def render_latex(report):
         if not any(row['status'] == MEASURED for row in group['cells'].values()):
             continue
         concurrency = group['concurrency']
-        best = {c: _best_stage(group, c) for c in concurrency}
         # Narrower with more concurrencies, so four of them still fit an article's text width (the table is a group:
         # the size and column gap end with it).
         # A table of repeated runs carries markers and intervals: one step smaller.
@@ -47,21 +46,20 @@ def render_latex(report):
         out.append(' '.join(r'\cmidrule(lr){%d-%d}' % (2 + 3 * i, 4 + 3 * i) for i in range(len(concurrency))))
         out.append(' & ' + ' & '.join(r'tok/s & $\times$ & $\tau$' for _c in concurrency) + r' \\')
         out.append(r'\midrule')
-        for stage, setting, _method in group['settings']:
+        for line in setting_table(group, report['baseline_method']):
             cells = []
-            for c in concurrency:
-                row = group['cells'].get((stage, c))
-                if row is None or row['status'] != MEASURED:
+            for cell in line['cells']:
+                if cell is None or not cell['measured']:
                     cells += ['--', '--', '--']
                     continue
+                row = cell['row']
                 values = [_tex_ci(row, 'output_throughput', 0), _tex_ci(row, 'speedup', 2), _tex_ci(row, 'accept_length', 2)]
-                if best[c] is row:
+                if cell['best']:
                     values = [r'\textbf{%s}' % value if value != '--' else value for value in values]
-                marks = [r'$^*$' if row.get('noisy') else '',
-                         r'$^\dagger$' if _not_significant(row, report['baseline_method']) else '',
-                         r'$^\ddagger$' if row.get('accept_length_flag') else '']
+                marks = [r'$^*$' if cell['noisy'] else '', r'$^\dagger$' if cell['not_significant'] else '',
+                         r'$^\ddagger$' if cell['flagged'] else '']
                 cells += [value + mark for value, mark in zip(values, marks)]
-            out.append('%s & %s \\\\' % (tex_escape(setting) + (TEX_BESIDE_MARK if group['beside'].get(stage) else ''), ' & '.join(cells)))
+            out.append('%s & %s \\\\' % (tex_escape(line['setting']) + (TEX_BESIDE_MARK if line['beside'] else ''), ' & '.join(cells)))
         flagged = any(row.get('accept_length_flag') for row in group['cells'].values() if row['status'] == MEASURED)
         if named:
             caption = (r'%s, dataset %s at temperature %g, TP%s: output throughput, speedup over %s at the same TP, dataset, '
@@ -117,16 +115,16 @@ def _latex_energy(report, groups):
         out.append(' '.join(r'\cmidrule(lr){%d-%d}' % (2 + 2 * i, 3 + 2 * i) for i in range(len(concurrency))))
         out.append(' & ' + ' & '.join(r'tok/J & E/tok' for _c in concurrency) + r' \\')
         out.append(r'\midrule')
-        for stage, setting, _method in group['settings']:
+        for line in setting_table(group, report['baseline_method']):
             cells = []
-            for c in concurrency:
-                row = group['cells'].get((stage, c))
-                if row is None or row['status'] != MEASURED or row.get('output_tokens_per_j') is None:
+            for cell in line['cells']:
+                if cell is None or not cell['energy']:
                     cells += ['--', '--']
                     continue
+                row = cell['row']
                 mark = r'$^\ddagger$' if row.get('gpu_throttled') else ''
                 cells += [_tex_ci(row, 'output_tokens_per_j', 2) + mark, _tex_ci(row, 'energy_ratio', 2)]
-            out.append('%s & %s \\\\' % (tex_escape(setting), ' & '.join(cells)))
+            out.append('%s & %s \\\\' % (tex_escape(line['setting']), ' & '.join(cells)))
         where = (r'dataset %s at temperature %g, ' % (tex_escape(dataset), temperature)) if named else ''
         caption = (r'%s, %sTP%s: output tokens per joule and energy per output token over %s at the same TP, dataset, '
                    r'temperature and concurrency (E/tok; below 1: less energy per token); %s' % (

@@ -19,7 +19,7 @@ from .markdown_sections import (
     _fmt, _fmt_ci, _markdown_energy, _md_code, _tau, checkpoint_markdown, interference_markdown, md_escape,
     paper_markdown, time_markdown)
 from .read import MEASURED
-from .tables import _best_stage, _groups, _markers_used, _not_significant, _per_request, _repeated, named_runs
+from .tables import _groups, _markers_used, _per_request, _repeated, named_runs, setting_table
 from .text import _workload_label, BESIDE_MARK, beside_note, NOT_SIGNIFICANT
 
 
@@ -229,9 +229,9 @@ def _best_note(report):
     return ['%s %s' % (BESIDE_MARK, beside_note(counts, bool(report.get('interference')))), ''] if counts else []
 
 
-def _md_setting(group, stage, setting):
-    """A setting's cell: marked § when its stage ran beside other stages."""
-    return md_escape(setting) + (' ' + BESIDE_MARK if group.get('beside', {}).get(stage) else '')
+def _md_setting(line):
+    """A setting's cell (a line of setting_table): marked § when its stage ran beside other stages."""
+    return md_escape(line['setting']) + (' ' + BESIDE_MARK if line['beside'] else '')
 
 
 def _markdown_group(title, group, baseline_method, noisy_cv=0.05, interference=False):
@@ -240,19 +240,19 @@ def _markdown_group(title, group, baseline_method, noisy_cv=0.05, interference=F
     lines = ['### %s%s' % (title, ' (%d GPU(s))' % len(gpus.split(',')) if gpus else ''), '']
     lines.append('| setting | ' + ' | '.join('c=%s' % c for c in concurrency) + ' |')
     lines.append('| --- | ' + ' | '.join('---:' for _c in concurrency) + ' |')
-    best = {c: _best_stage(group, c) for c in concurrency}
-    for stage, setting, _method in group['settings']:
+    table = setting_table(group, baseline_method)
+    for line in table:
         cells = []
-        for c in concurrency:
-            row = group['cells'].get((stage, c))
-            if row is None or row['status'] != MEASURED:
-                cells.append('– (%s)' % (md_escape(row['status']) if row else 'not planned'))
+        for cell in line['cells']:
+            if cell is None or not cell['measured']:
+                cells.append('– (%s)' % (md_escape(cell['row']['status']) if cell else 'not planned'))
                 continue
+            row = cell['row']
             text = '%s%s · %s%s · τ %s' % (
-                _fmt_ci(row, 'output_throughput', 1), '\\*' if row.get('noisy') else '', _fmt_ci(row, 'speedup', 2, '×'),
-                '†' if _not_significant(row, baseline_method) else '', _tau(row))
-            cells.append('**%s**' % text if best[c] is row else text)
-        lines.append('| %s | %s |' % (_md_setting(group, stage, setting), ' | '.join(cells)))
+                _fmt_ci(row, 'output_throughput', 1), '\\*' if cell['noisy'] else '', _fmt_ci(row, 'speedup', 2, '×'),
+                '†' if cell['not_significant'] else '', _tau(row))
+            cells.append('**%s**' % text if cell['best'] else text)
+        lines.append('| %s | %s |' % (_md_setting(line), ' | '.join(cells)))
     lines.append('')
     lines += _legend(_markers_used(group['cells'].values(), baseline_method), noisy_cv)
     if group.get('beside'):
@@ -262,23 +262,23 @@ def _markdown_group(title, group, baseline_method, noisy_cv=0.05, interference=F
     lines.append('')
     lines.append('| setting | ' + ' | '.join('c=%s' % c for c in concurrency) + ' |')
     lines.append('| --- | ' + ' | '.join('---:' for _c in concurrency) + ' |')
-    for stage, setting, _method in group['settings']:
+    for line in table:
         cells = []
-        for c in concurrency:
-            row = group['cells'].get((stage, c))
-            if row is None or row['status'] != MEASURED:
+        for cell in line['cells']:
+            if cell is None or not cell['measured']:
                 cells.append('–')
             else:
+                row = cell['row']
                 cells.append('%s / %s / %s' % (_fmt_ci(row, 'median_ttft_ms', 1), _fmt_ci(row, 'median_itl_ms', 2), _fmt(row['p99_itl_ms'], 2)))
-        lines.append('| %s | %s |' % (md_escape(setting), ' | '.join(cells)))
+        lines.append('| %s | %s |' % (md_escape(line['setting']), ' | '.join(cells)))
     lines.append('')
-    return lines + _markdown_tau_check(group)
+    return lines + _markdown_tau_check(group, table)
 
 
 _TAU_CHECK_KEYS = ('accept_length_p10', 'accept_length_median', 'accept_length_p90', 'accept_length_server_info')
 
 
-def _markdown_tau_check(group):
+def _markdown_tau_check(group, table):
     """τ per request (p10 / median / p90 over the requests) and the /server_info cross-check, where a run has them."""
     rows = [row for row in group['cells'].values() if row['status'] == MEASURED]
     if not any(row.get(key) is not None for row in rows for key in _TAU_CHECK_KEYS):
@@ -287,11 +287,11 @@ def _markdown_tau_check(group):
              '⚠ beyond 2%):', '',
              '| setting | ' + ' | '.join('c=%s' % c for c in group['concurrency']) + ' |',
              '| --- | ' + ' | '.join('---:' for _c in group['concurrency']) + ' |']
-    for stage, setting, _method in group['settings']:
+    for line in table:
         cells = []
-        for c in group['concurrency']:
-            row = group['cells'].get((stage, c))
-            if row is None or row['status'] != MEASURED or all(row.get(key) is None for key in _TAU_CHECK_KEYS):
+        for cell in line['cells']:
+            row = cell['row'] if cell is not None and cell['measured'] else None
+            if row is None or all(row.get(key) is None for key in _TAU_CHECK_KEYS):
                 cells.append('–')
                 continue
             disagreement = row.get('accept_length_disagreement')
@@ -299,7 +299,7 @@ def _markdown_tau_check(group):
                 _fmt(row.get('accept_length_p10')), _fmt(row.get('accept_length_median')), _fmt(row.get('accept_length_p90')),
                 _fmt(row['accept_length']), _fmt(row.get('accept_length_server_info')),
                 '–' if disagreement is None else '%.1f%%' % (disagreement * 100.0), ' ⚠' if row.get('accept_length_flag') else ''))
-        lines.append('| %s | %s |' % (md_escape(setting), ' | '.join(cells)))
+        lines.append('| %s | %s |' % (md_escape(line['setting']), ' | '.join(cells)))
     return lines + ['']
 
 

@@ -13,10 +13,9 @@ import re
 
 from .checkpoints import figure_key as checkpoint_figure_key
 from .keys import METHOD_NAMES
-from .read import MEASURED
 from .tables import (
     _baseline_label, _choice_value, _columns, _count, _energy_cells, _half, _half_width, _markers, _method_header,
-    _repeated, _swept_header, _throttle_reasons, _used_markers, category_rows, figure_key, paper_rows)
+    _repeated, _swept_header, _throttle_reasons, _used_markers, category_rows, figure_key, paper_rows, setting_table)
 from .text import _repeats, _run_label, _workload_label, best_sentence, energy_method_line, ENERGY_THROTTLED, legend_lines
 from .time import TIMING_FILE, UNKNOWN
 
@@ -296,13 +295,9 @@ def _markdown_energy(report, host, groups, named, plots):
         title = '%s: TP%s' % (_workload_label(dataset, temperature), tp) if named else 'TP%s' % tp
         lines += ['#### Energy, %s' % title, '', '| setting | ' + ' | '.join('c=%s' % c for c in group['concurrency']) + ' |',
                   '| --- | ' + ' | '.join('---:' for _c in group['concurrency']) + ' |']
-        for stage, setting, _method in group['settings']:
-            cells = []
-            for c in group['concurrency']:
-                row = group['cells'].get((stage, c))
-                measured = row is not None and row['status'] == MEASURED and row.get('output_tokens_per_j') is not None
-                cells.append(_energy_cell(row) if measured else '–')
-            lines.append('| %s | %s |' % (md_escape(setting), ' | '.join(cells)))
+        for line in setting_table(group, report['baseline_method']):
+            cells = [_energy_cell(cell['row']) if cell is not None and cell['energy'] else '–' for cell in line['cells']]
+            lines.append('| %s | %s |' % (md_escape(line['setting']), ' | '.join(cells)))
         lines.append('')
         throttled = [row for row in _energy_cells(group) if row.get('gpu_throttled')]
         if throttled:

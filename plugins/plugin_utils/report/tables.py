@@ -5,8 +5,9 @@
 """The campaign report, data: the table builder that feeds both documents (markdown_sections/markdown and
 latex_sections/latex emit what it builds; neither builds a table of its own).
 
-- _groups: the per-setting tables, {(host, dataset, temperature, tp): settings, concurrencies, cells}; _best_stage,
-  _markers_used, _energy_cells: what a cell shows and which markers a table carries.
+- _groups: the per-setting tables' groups, {(host, dataset, temperature, tp): settings, concurrencies, cells};
+  setting_table: one group as rows of cells (measured, best, markers), what both documents emit; _markers_used,
+  _energy_cells: which markers a table carries, which cells have energy.
 - paper_rows: the papers' layout as data (per host and TP, one row per dataset and temperature, per method its
   speedup and acceptance length tau, as the DDTree paper's table); a row is measured at the lowest concurrency of its
   run, a method swept over several settings shows its best setting by mean speedup and names it, the baseline is
@@ -345,6 +346,31 @@ def _best_stage(group, concurrency):
             if best is None or row['output_throughput'] > best['output_throughput']:
                 best = row
     return best
+
+
+def setting_table(group, baseline_method):
+    """One group's settings against its concurrencies as data: the one builder of the per-setting tables of report.md
+    and report.tex (throughput, speedup and tau; latency; the tau cross-check; energy), which only format it.
+
+    [{'stage', 'setting', 'method', 'beside' (its stage ran beside others), 'cells'}] in the group's order, with one
+    cell per concurrency: None where the setting was not planned, else {'row', 'measured' (its stage ran and the run
+    completed), 'best' (the highest throughput measured at that concurrency), 'noisy', 'not_significant' (its
+    speedup's interval contains 1.0), 'flagged' (the server's tau differs), 'energy' (measured, with tokens per joule)}.
+    """
+    best = {c: _best_stage(group, c) for c in group['concurrency']}
+    table = []
+    for stage, setting, method in group['settings']:
+        cells = []
+        for concurrency in group['concurrency']:
+            row = group['cells'].get((stage, concurrency))
+            measured = row is not None and row['status'] == MEASURED
+            cells.append(None if row is None else {
+                'row': row, 'measured': measured, 'best': measured and best[concurrency] is row, 'noisy': bool(row.get('noisy')),
+                'not_significant': _not_significant(row, baseline_method), 'flagged': bool(row.get('accept_length_flag')),
+                'energy': measured and row.get('output_tokens_per_j') is not None})
+        table.append({'stage': stage, 'setting': setting, 'method': method, 'beside': bool(group['beside'].get(stage)),
+                      'cells': cells})
+    return table
 
 
 def has_energy(rows):
