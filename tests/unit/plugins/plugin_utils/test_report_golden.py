@@ -25,6 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import synthetic_results as synth  # noqa: E402  pylint: disable=wrong-import-position
 
 GOLDEN = Path(__file__).resolve().parent / 'golden' / 'campaign'
+PACKAGE = Path(__file__).resolve().parents[4] / 'plugins' / 'plugin_utils' / 'report'
 PNG_SUMS = 'png.sha256'
 MATRIX = synth.ct200_matrix(tps=(1,), budgets=(16, 64), topks=(4,)) + [(2, 'autoregressive', {}), (2, 'dflash', {'num_draft_tokens': 16})]
 DATASETS = ['gsm8k', 'spec-bench']
@@ -86,3 +87,8 @@ def test_the_text_files_are_the_golden_ones(outputs):
 
 def test_the_plots_are_the_golden_ones(outputs):
     assert png_sums(outputs) == (GOLDEN / PNG_SUMS).read_text()
+
+
+def test_each_file_of_the_report_package_is_under_500_lines():
+    sizes = {path.name: len(path.read_text(encoding='utf-8').splitlines()) for path in PACKAGE.glob('*.py')}
+    assert len(sizes) > 10 and not {name: size for name, size in sizes.items() if size >= 500}
