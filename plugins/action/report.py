@@ -82,7 +82,7 @@ class ActionModule(ActionBase):
             summary_lines=made['lines'],
             skipped_files=skipped,
         )
-        if made['evaluation']:  # a checkpoint sweep (issue 18): its summary, for the training host
+        if made['evaluation']:  # a checkpoint sweep: its summary, for the training host
             result['evaluation'] = made['evaluation']
             result['best_checkpoint'] = evaluation(report)['best']
         if made['plots_skipped']:

@@ -48,13 +48,13 @@ description:
     C(checkpoint), C(report.md) and C(report.tex) get a Checkpoints section per host and TP (speedup and tau per step
     and dataset, the best checkpoint by overall speedup named), C(checkpoints-<host>-tp<N>-<dataset>.png) plots tau and
     speedup against the step, and C(evaluation.json) sums it up (RV(evaluation)). Without steps none of this appears."
-  - "Where the time went (issue 19): per host, C(report.md) and C(report.tex) get a table splitting the campaign's
+  - "Where the time went: per host, C(report.md) and C(report.tex) get a table splitting the campaign's
     wall time (C(<campaign>/timing.json)'s C(campaign_started) to C(campaign_finished), else the first stage's start
     to the last stage's end) into page-cache warm-up, server loads, warm-up requests, measuring, orchestration and
     waiting, in seconds and shares, then each stage's wall time and share (each stage's last attempt); C(results.json)
     has it as C(hosts[].time_breakdown). What was not recorded (results from before the timings) is C(unknown). See
     C(docs/report.md)."
-  - "Stages run side by side (issue 19): each row carries C(wave), C(beside) (how many other stages were in flight with
+  - "Stages run side by side: each row carries C(wave), C(beside) (how many other stages were in flight with
     its stage, C(status.json)'s C(ran_beside); 0 for results from before it), C(ran_beside) and C(interference_of);
     C(report.md) and C(report.tex) mark a setting measured beside other stages with a section sign and one footnote per
     table. The plan's interference stage (C(<id>-alone), C(interference_of) set: a re-run of a stage alone at the end)
