@@ -7,7 +7,7 @@ checkpoint, and evaluation.json.
 
 A stage of a checkpoint sweep has params.step (the plan gives it to the stages of a method that uses a draft when the
 draft is a list, a checkpoint set or a glob) and draft_checkpoint {name, step, run, ...}; its rows carry step and
-checkpoint (rows). Rows of one host, TP, method and other parameters differ only by step: one "line" per
+checkpoint (rows.py). Rows of one host, TP, method and other parameters differ only by step: one "line" per
 method setting (the setting without its step, 'DFlash n=16').
 
 Pure functions of the report (rows.build_report) and of what read.read_host returned:
@@ -19,8 +19,10 @@ Pure functions of the report (rows.build_report) and of what read.read_host retu
   overall speedup's and tau's intervals are the same weighted mean of the datasets' interval ends (at least as wide as
   the interval of the weighted mean of independent datasets). The best checkpoint of a line is the one with the highest overall
   speedup (the lowest step of equals); the report's best is the best of every line.
-- markdown_sections / latex_sections: the "Checkpoints" section of report.md and report.tex, [] without a sweep;
-- evaluation / render_evaluation: evaluation.json, the small summary the evaluation copies to the training host.
+- evaluation: evaluation.json's content, the small summary the evaluation copies to the training host.
+The renderers write it: markdown_sections.checkpoint_markdown and latex_sections.checkpoint_latex (the "Checkpoints"
+section of report.md and report.tex, [] without a sweep), csv.render_evaluation (evaluation.json) and
+figures.figure_specs (the plots).
 """
 
 from __future__ import annotations

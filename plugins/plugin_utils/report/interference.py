@@ -15,8 +15,8 @@ A negative throughput difference, or a positive ITL difference, means the stage 
 When the original is not in the results or was not measured, or the interference stage was not measured, the section
 says so and gives no numbers.
 
-Pure functions of read.read_host's host data and rows' rows; markdown_lines and latex_lines render one
-host's sections for the renderers.
+Pure functions of read.read_host's host data and rows.py's rows; markdown_sections.interference_markdown and
+latex_sections.interference_latex render one host's sections.
 """
 
 from __future__ import annotations
@@ -90,7 +90,7 @@ def interference_sections(host_data, rows, controls):
     not measured', 'not measured'), 'reason', 'itl_metric', 'rows': [{'dataset', 'temperature', 'concurrency',
     'beside_repeats', 'alone_repeats', 'note', and per COMPARED metric '<m>_beside', '<m>_alone', '<m>_diff_pct'}],
     'summary'}] in host and plan order; [] when no host has an interference stage. rows: the result rows, controls:
-    the interference stages' rows (rows)."""
+    the interference stages' rows (rows.py)."""
     by_run = dict(((row['host'], row['stage']) + tuple(row[key] for key in RUN), row) for row in rows)
     out = []
     for data in host_data:

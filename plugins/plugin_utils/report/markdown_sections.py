@@ -246,7 +246,7 @@ def _duration(value):
 
 
 def time_markdown(breakdown, md_escape, md_code):
-    """One host's 'Where the time went' section of report.md (md_escape and md_code: the renderers's)."""
+    """One host's 'Where the time went' section of report.md (md_escape and md_code: this module's)."""
     lines = ['### Where the time went', '']
     if breakdown is None or breakdown['wall_s'] is None:
         return lines + ['Unknown: no stage recorded when it started and finished, and there is no %s.' % TIMING_FILE, '']

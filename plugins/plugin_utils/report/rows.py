@@ -29,7 +29,7 @@ Pure functions of what read.read_host returns. Definitions (as in the DFlash and
 - checkpoints: a stage of a checkpoint sweep has params.step; its rows carry it as step (null otherwise) and
   the name of the drafter checkpoint it measured (the plan's draft_checkpoint.name) as checkpoint. The rows of one
   sweep differ only by step; checkpoints compares them.
-- time: each host's time_breakdown (time): where the campaign's wall time went, in results.json's hosts.
+- time: each host's time_breakdown (time.py): where the campaign's wall time went, in results.json's hosts.
 - side by side: each row carries its stage's wave, beside (how many other stages were in flight with it:
   len(status.json's ran_beside), 0 for results from before the key), ran_beside (their ids) and interference_of. A stage
   with interference_of (the plan's re-run of a stage alone, a control measurement) is no result row: its rows are

@@ -21,7 +21,7 @@ start to the last stage's end (extended to any stage outside timing.json's windo
 campaign). Every stage counts with its last attempt: each attempt rewrites its status.json. A figure that cannot be
 known is None ("unknown" in the tables), never a guess.
 
-Pure functions; markdown_lines and latex_lines render one host's breakdown for the renderers.
+Pure functions; markdown_sections.time_markdown and latex_sections.time_latex render one host's breakdown.
 """
 
 from __future__ import annotations
