@@ -2,12 +2,14 @@
 # Copyright: (c) 2026, specdec.bench developers
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""campaign_done, campaign_spec_changes, campaign_summary_lines and stage_progress_line: what the campaign and
-bench_stage roles decide and print, as pure functions. Documented in the .yml files of the same names."""
+"""campaign_done, campaign_todo, campaign_spec_changes, campaign_summary_lines and stage_progress_line: what the
+campaign and bench_stage roles decide and print, as pure functions. Documented in the .yml files of the same names."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+
+from ansible_collections.specdec.bench.plugins.filter.stage import campaign_waves
 
 # What makes a stage's results that stage's: a stage recorded in campaign.json with other values is another experiment.
 # Not `repeats`: more repeats of the same experiment fill it in.
@@ -46,6 +48,41 @@ def campaign_done(plan_stages, status, force=False):
         return []
     recorded = _stages(status)
     return [stage['id'] for stage in plan_stages or [] if stage_done(stage, recorded.get(stage['id']))]
+
+
+def campaign_todo(plan_stages, status, force=False, ship_failed=None):
+    """What this run of the campaign does, from the plan, what earlier runs recorded and the checkpoints that could
+    not be copied here (checkpoint_ship_failed: destination path to reason):
+
+    - done: the ids campaign_done skips; todo: the other stages, in plan order;
+    - preflight: the stages to run that start a server (feasible), which sglang_preflight parses;
+    - ship: the draft checkpoints those stages need that this host lacks, copied from their source host;
+    - waves: the stages to run that start a server, grouped as campaign_waves does (not those whose checkpoint failed);
+    - not_running: the stages to run in no wave (infeasible, or their checkpoint failed), which bench_stage records;
+    - weights: the model and draft folders the waves load, once each, in order (not a checkpoint that failed).
+    """
+    ship_failed = ship_failed if isinstance(ship_failed, Mapping) else {}
+    done = campaign_done(plan_stages, status, force)
+    todo = [stage for stage in plan_stages or [] if stage['id'] not in done]
+    feasible = [stage for stage in todo if stage.get('feasible')]
+    checkpoints = [stage.get('draft_checkpoint') for stage in feasible]
+    ship = [checkpoint for checkpoint in checkpoints
+            if checkpoint and not checkpoint.get('present') and checkpoint.get('source_host')]
+    waves = campaign_waves(todo, ship_failed)
+    running = set(stage['id'] for wave in waves for stage in wave)
+    weights = []
+    for path in [stage.get('model_path') for stage in feasible] + [stage.get('draft_path') for stage in feasible if stage.get('draft_path')]:
+        if path not in weights and path not in ship_failed:
+            weights.append(path)
+    return {
+        'done': done,
+        'todo': todo,
+        'preflight': feasible,
+        'ship': ship,
+        'waves': waves,
+        'not_running': [stage for stage in todo if stage['id'] not in running],
+        'weights': weights,
+    }
 
 
 def _identity(key, value):
@@ -145,6 +182,7 @@ class FilterModule:
     def filters(self):
         return {
             'campaign_done': campaign_done,
+            'campaign_todo': campaign_todo,
             'campaign_spec_changes': campaign_spec_changes,
             'campaign_summary_lines': campaign_summary_lines,
             'stage_progress_line': stage_progress_line,

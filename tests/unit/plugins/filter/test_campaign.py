@@ -175,3 +175,31 @@ def test_a_stage_from_a_pool_is_compared_by_its_pool_not_by_the_gpu_it_got():
     # another pool, or pins instead of the pool: another experiment
     assert campaign_spec_changes([dict(PLAN[1], gpus=['GPU-2'], pool=dict(pool, gpus=[1, 2]))], recorded) == ['tp1-dflash-n16 (gpus)']
     assert campaign_spec_changes([dict(PLAN[1], gpus=['GPU-2'], pool=None)], recorded) == ['tp1-dflash-n16 (gpus)']
+
+
+def test_todo_is_what_the_run_does():
+    stages = [
+        dict(PLAN[0], model_path='/m', wave=0),
+        dict(PLAN[1], model_path='/m', draft_path='/d/step-1', wave=0,
+             draft_checkpoint={'path': '/d/step-1', 'present': False, 'source_host': 'trainer'}),
+        dict(PLAN[2], model_path='/m'),
+        {'id': 'tp1-dflash-n8', 'feasible': True, 'model_path': '/m', 'draft_path': '/d/step-2', 'wave': 1,
+         'draft_checkpoint': {'path': '/d/step-2', 'present': True, 'source_host': 'trainer'}},
+    ]
+    todo = campaign.campaign_todo(stages, STATUS)
+    assert todo['done'] == ['tp1-autoregressive', 'tp8-autoregressive']
+    assert [stage['id'] for stage in todo['todo']] == ['tp1-dflash-n16', 'tp1-dflash-n8']
+    assert todo['preflight'] == todo['todo']
+    assert todo['ship'] == [stages[1]['draft_checkpoint']]
+    assert [[stage['id'] for stage in wave] for wave in todo['waves']] == [['tp1-dflash-n16'], ['tp1-dflash-n8']]
+    assert todo['not_running'] == [] and todo['weights'] == ['/m', '/d/step-1', '/d/step-2']
+    # a checkpoint that could not be copied: its stage is in no wave and its folder is not read
+    failed = campaign.campaign_todo(stages, STATUS, False, {'/d/step-1': 'no space'})
+    assert [stage['id'] for stage in failed['not_running']] == ['tp1-dflash-n16']
+    assert failed['weights'] == ['/m', '/d/step-2']
+    # forced: everything runs; the infeasible stage is in no wave and is not parsed
+    forced = campaign.campaign_todo(stages, STATUS, True)
+    assert forced['done'] == [] and [stage['id'] for stage in forced['not_running']] == ['tp8-autoregressive']
+    assert [wave[0]['id'] for wave in forced['waves']] == ['tp1-autoregressive', 'tp1-dflash-n8']
+    assert len(forced['waves'][0]) == 2 and len(forced['preflight']) == 3
+    assert campaign.campaign_todo(None, None)['todo'] == []
