@@ -15,8 +15,19 @@ import yaml
 from ansible_collections.specdec.bench.plugins.module_utils._common import ID_PATTERN
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-ROLES = ['train_run', 'train_monitor']
 ENTRY_POINTS = ['main', 'preflight', 'start']
+
+
+def _has_entry_points(name):
+    path = os.path.join(REPO, 'roles', name, 'meta', 'argument_specs.yml')
+    if not os.path.isfile(path):
+        return False
+    with open(path, encoding='utf-8') as handle:
+        return set(ENTRY_POINTS) <= set(yaml.safe_load(handle)['argument_specs'])
+
+
+# Every role with a preflight and a start entry point (a check, then a start a playbook runs after all checks).
+ROLES = sorted(name for name in os.listdir(os.path.join(REPO, 'roles')) if _has_entry_points(name))
 PHASES = ['validate', 'preflight', 'install', 'configure', 'run', 'report']
 # Keys of a task that are not its action.
 TASK_KEYS = {'name', 'tags', 'when', 'vars', 'register', 'notify', 'loop', 'loop_control', 'changed_when', 'failed_when',
