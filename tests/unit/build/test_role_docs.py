@@ -58,10 +58,20 @@ def run(tree, *args):
 @pytest.mark.skipif(not VENV_PYTHON.exists(), reason="needs the repository's .venv (make venv)")
 def test_check_passes_when_current_and_names_the_role_and_the_command_when_stale(tree):
     readme = tree / "roles" / "probe" / "README.md"
+    hand_written = readme.read_text().partition("<!-- BEGIN_ANSIBLE_DOCS -->")[0]
     readme.unlink()
-    assert run(tree).returncode == 0
-    assert "Ansible Role: specdec.bench.probe" in readme.read_text()
+    assert run(tree).returncode == 0  # no README: the reference part alone
+    assert readme.read_text().startswith("<!-- BEGIN_ANSIBLE_DOCS -->\n## Reference: specdec.bench.probe\n")
     assert "probe_gpu_backend" in readme.read_text()
+    assert "Example Playbook" not in readme.read_text()  # aar-doc's own, invalid YAML, is dropped
+    assert run(tree, "--check").returncode == 0
+
+    # inject mode: the hand-written parts around the markers stay as they are
+    readme.write_text(hand_written + "<!-- BEGIN_ANSIBLE_DOCS -->\nold\n<!-- END_ANSIBLE_DOCS -->\n\nA footer.\n")
+    assert run(tree, "--check").returncode == 1
+    assert run(tree).returncode == 0
+    assert readme.read_text().startswith(hand_written + "<!-- BEGIN_ANSIBLE_DOCS -->\n## Reference: specdec.bench.probe\n")
+    assert readme.read_text().endswith("<!-- END_ANSIBLE_DOCS -->\n\nA footer.\n")
     assert run(tree, "--check").returncode == 0
 
     # an argument spec edited after the README was made
