@@ -3,24 +3,18 @@ Python file loaded as a module of its own."""
 
 import importlib.util
 import sys
-import time
 from pathlib import Path
 
 import pytest
+
+import testhelpers  # pylint: disable=import-error
 
 DEADLINE_S = 10.0
 
 
 def wait_until(predicate, what, timeout=DEADLINE_S, interval=0.005):
-    """predicate()'s first true value, polled until timeout seconds have passed; the test fails naming what."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail("timed out waiting for " + what)
-        time.sleep(interval)
+    """predicate()'s first true value, polled until timeout seconds have passed (testhelpers', polled faster)."""
+    return testhelpers.wait_until(predicate, what, timeout=timeout, interval=interval)
 
 
 def cmdline(pid):

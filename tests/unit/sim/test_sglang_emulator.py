@@ -34,6 +34,7 @@ from sglang import _sim_server as sim_server  # noqa: E402
 from sglang.srt import server_args as sim_server_args  # noqa: E402
 
 from ansible_collections.specdec.bench.plugins.plugin_utils import sglang_build  # noqa: E402
+from simtools import wait_until  # noqa: E402  pylint: disable=wrong-import-position,import-error
 
 DEADLINE_S = 10.0
 # The emulator's parser is made from these: the option lists of every build profile, as the sim image has them.
@@ -60,16 +61,6 @@ def free_port():
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
-
-
-def wait_until(predicate, what, timeout=DEADLINE_S, interval=0.02):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(interval)
-    raise AssertionError("timed out waiting for " + what)
 
 
 class Emulator:

@@ -14,13 +14,13 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 import pytest
 
 from ansible_collections.specdec.bench.plugins.module_utils import _supervisor as supervisor
 from ansible_collections.specdec.bench.plugins.module_utils._host_probe import format_cpu_list, online_facts, parse_cpu_list
 from ansible_collections.specdec.bench.plugins.module_utils._service import check_definition
+from testhelpers import wait_until  # noqa: E402  pylint: disable=wrong-import-position,import-error
 
 DEADLINE_S = 15.0
 SERVICE = 'specdec-pin-tp1-autoregressive.service'
@@ -101,16 +101,6 @@ def test_a_definition_refuses_what_is_not_a_cpulist(given):
 
 
 # --- a real process under SUPERVISOR_SCRIPT -------------------------------------------------------------------------
-
-def wait_until(predicate, what, timeout=DEADLINE_S):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.02)
-    raise AssertionError('no %s within %ss' % (what, timeout))
-
 
 def status_field(pid, name):
     with open('/proc/%d/status' % pid, encoding='utf-8') as handle:

@@ -19,20 +19,11 @@ import time
 import pytest
 
 from ansible_collections.specdec.bench.plugins.module_utils import _supervisor as supervisor
+from testhelpers import wait_until  # noqa: E402  pylint: disable=wrong-import-position,import-error
 
 DEADLINE_S = 15.0
 SERVICE = 'specdec-train-dflash-sim.service'
 OTHER = 'specdec-sglang-tp1.service'
-
-
-def wait_until(predicate, what, timeout=DEADLINE_S):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.02)
-    raise AssertionError('timed out waiting for ' + what)
 
 
 # --- a fake /proc ----------------------------------------------------------------------------------

@@ -11,13 +11,13 @@ import socket
 import subprocess
 import sys
 import tempfile
-import time
 import urllib.error
 import urllib.request
 
 import pytest
 
 from ansible_collections.specdec.bench.plugins.plugin_utils import sglang_build
+from testhelpers import wait_until  # noqa: E402  pylint: disable=wrong-import-position,import-error
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
 EMULATOR = os.path.join(REPO, 'tests', 'sim', 'sglang_emulator')
@@ -36,16 +36,6 @@ def free_port():
     with socket.socket() as sock:
         sock.bind(('127.0.0.1', 0))
         return sock.getsockname()[1]
-
-
-def wait_until(predicate, what, timeout=DEADLINE_S, interval=0.02):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(interval)
-    raise AssertionError('timed out waiting for ' + what)
 
 
 class Emulator:

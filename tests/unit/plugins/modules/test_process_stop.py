@@ -22,19 +22,10 @@ from ansible_collections.specdec.bench.plugins.filter.conflicts import conflicts
 from ansible_collections.specdec.bench.plugins.module_utils import _process as process
 from ansible_collections.specdec.bench.plugins.module_utils import _supervisor as supervisor
 from ansible_collections.specdec.bench.plugins.modules import process_stop, service
+from testhelpers import wait_until  # noqa: E402  pylint: disable=wrong-import-position,import-error
 
 DEADLINE_S = 15.0
 SECRET = 'hf_do_not_print_me'
-
-
-def wait_until(predicate, what, timeout=DEADLINE_S):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.02)
-    raise AssertionError('timed out waiting for ' + what)
 
 
 @pytest.fixture(name='holder')

@@ -13,25 +13,14 @@ import os
 import re
 import signal
 import sys
-import time
 
 import pytest
 
 from ansible_collections.specdec.bench.plugins.module_utils import _supervisor as supervisor
 from ansible_collections.specdec.bench.plugins.modules import service
+from testhelpers import wait_until  # noqa: E402  pylint: disable=wrong-import-position,import-error
 
-DEADLINE_S = 15.0
 NAME = 'specdec-test-tp1-autoregressive.service'
-
-
-def wait_until(predicate, what, timeout=DEADLINE_S):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.02)
-    raise AssertionError('timed out waiting for ' + what)
 
 
 @pytest.fixture(name='svc')

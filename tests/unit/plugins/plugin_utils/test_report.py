@@ -17,6 +17,7 @@ from ansible_collections.specdec.bench.plugins.plugin_utils.report import Report
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import synthetic_results as synth  # noqa: E402  pylint: disable=wrong-import-position
+from testhelpers import latex_structure  # noqa: E402  pylint: disable=wrong-import-position,import-error
 
 PNG_SIGNATURE = b'\x89PNG\r\n\x1a\n'
 FAULTS = {
@@ -179,19 +180,6 @@ def test_csv_has_the_columns_a_paper_needs(campaign):
     first = next(row for row in rows if row['host'] == 'ct200')
     assert (first['stage'], first['concurrency']) == ('tp1-autoregressive', '1')
     assert first['gpu_name'] == synth.GPU_NAME and first['gpu_count'] == '1' and first['model'] == '/models/Qwen3.6-27B'
-
-
-def latex_structure(tex):
-    """Every tabular's rows have as many cells as its column spec; environments are balanced."""
-    assert tex.count(r'\begin{table}') == tex.count(r'\end{table}') > 0
-    assert tex.count('{') - tex.count(r'\{') == tex.count('}') - tex.count(r'\}')
-    for block in tex.split(r'\begin{tabular}{')[1:]:
-        spec, body = block.split('}', 1)
-        body = body.split(r'\end{tabular}')[0]
-        assert r'\toprule' in body and r'\midrule' in body and r'\bottomrule' in body
-        for line in body.splitlines():
-            if line.endswith(r'\\') and 'multicolumn' not in line:
-                assert line.count(' & ') == len(spec) - 1, line
 
 
 def test_latex_is_booktabs_tables_with_consistent_columns(campaign):

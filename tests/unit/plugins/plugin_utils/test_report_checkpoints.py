@@ -24,6 +24,7 @@ from ansible_collections.specdec.bench.plugins.plugin_utils.report.schema import
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import synthetic_results as synth  # noqa: E402  pylint: disable=wrong-import-position
+from testhelpers import latex_structure  # noqa: E402  pylint: disable=wrong-import-position,import-error
 
 STEPS = (100, 200, 300, 400, 500)
 # How much of the drafter's full acceptance (tau - 1) each checkpoint reaches: rising, then flat.
@@ -248,21 +249,9 @@ def test_the_figures_per_dataset_exist_and_change_with_the_data(tmp_path):
     assert (out / names[0]).read_bytes() != before[names[0]] and (out / names[1]).read_bytes() == before[names[1]]
 
 
-def latex_structure(tex):
-    """Every tabular's rows have as many cells as its column spec; environments and braces balance."""
-    assert tex.count(r'\begin{table}') == tex.count(r'\end{table}') > 0
-    assert tex.count('{') - tex.count(r'\{') == tex.count('}') - tex.count(r'\}')
-    for block in tex.split(r'\begin{tabular}{')[1:]:
-        spec, body = block.split('}', 1)
-        body = body.split(r'\end{tabular}')[0]
-        for line in body.splitlines():
-            if line.endswith(r'\\') and 'multicolumn' not in line:
-                assert line.count(' & ') == len(spec) - 1, line
-
-
 def test_latex_has_the_checkpoint_table_and_compiles(sweep, tmp_path):
     tex = (sweep['out'] / 'report.tex').read_text()
-    latex_structure(tex)
+    latex_structure(tex, booktabs=False)
     assert r'\label{tab:sweep-ct200-tp1-checkpoints}' in tex and r'\textbf{checkpoint-' in tex
     assert 'Best checkpoint of DFlash n=16: checkpoint-' in tex
     engine = next((name for name in ('pdflatex', 'lualatex') if shutil.which(name)), None)

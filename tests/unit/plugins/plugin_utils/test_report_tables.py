@@ -8,6 +8,7 @@ import pytest
 
 from ansible_collections.specdec.bench.plugins.plugin_utils.report import latex_sections, markdown_sections
 from ansible_collections.specdec.bench.plugins.plugin_utils.report import tables as report_tables
+from testhelpers import latex_structure  # noqa: E402  pylint: disable=wrong-import-position,import-error
 
 # A hostile Spec-Bench name and category: Markdown's and TeX's specials, HTML.
 SPEC = 'spec-bench_v1 <b>|&$%#'
@@ -166,19 +167,6 @@ def test_nothing_to_show_gives_no_lines():
     assert markdown_sections.paper_markdown(random_only) == [] and latex_sections.paper_latex(random_only) == []
     no_categories = make_report(datasets=('gsm8k',))
     assert report_tables.category_rows(no_categories) == [] and report_tables.paper_rows(no_categories)
-
-
-def latex_structure(tex):
-    """As test_report's: every tabular's rows have as many cells as its column spec; environments balance."""
-    assert tex.count(r'\begin{table}') == tex.count(r'\end{table}') > 0
-    assert tex.count('{') - tex.count(r'\{') == tex.count('}') - tex.count(r'\}')
-    for block in tex.split(r'\begin{tabular}{')[1:]:
-        spec, body = block.split('}', 1)
-        body = body.split(r'\end{tabular}')[0]
-        assert r'\toprule' in body and r'\midrule' in body and r'\bottomrule' in body
-        for line in body.splitlines():
-            if line.endswith(r'\\') and 'multicolumn' not in line:
-                assert line.count(' & ') == len(spec) - 1, line
 
 
 def wide_report():

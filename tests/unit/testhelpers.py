@@ -1,0 +1,34 @@
+"""What several unit tests share, defined once: polling a condition with a deadline, and the LaTeX report's structure.
+
+tests/unit/conftest.py puts this folder on sys.path (pytest's prepend import mode), so a test imports it as
+``from testhelpers import wait_until``.
+"""
+
+import time
+
+DEADLINE_S = 15.0
+
+
+def wait_until(predicate, what, timeout=DEADLINE_S, interval=0.02):
+    """predicate()'s first true value, polled every interval seconds; AssertionError naming what after timeout s."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError('timed out waiting for %s (%ss)' % (what, timeout))
+
+
+def latex_structure(tex, booktabs=True):
+    """Every tabular's rows have as many cells as its column spec (and it is booktabs, unless booktabs=False);
+    environments and braces balance."""
+    assert tex.count(r'\begin{table}') == tex.count(r'\end{table}') > 0
+    assert tex.count('{') - tex.count(r'\{') == tex.count('}') - tex.count(r'\}')
+    for block in tex.split(r'\begin{tabular}{')[1:]:
+        spec, body = block.split('}', 1)
+        body = body.split(r'\end{tabular}')[0]
+        assert not booktabs or r'\toprule' in body and r'\midrule' in body and r'\bottomrule' in body
+        for line in body.splitlines():
+            if line.endswith(r'\\') and 'multicolumn' not in line:
+                assert line.count(' & ') == len(spec) - 1, line
