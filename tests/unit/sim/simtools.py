@@ -5,8 +5,6 @@ import importlib.util
 import sys
 from pathlib import Path
 
-import pytest
-
 import testhelpers  # pylint: disable=import-error
 
 DEADLINE_S = 10.0
