@@ -59,7 +59,7 @@ description:
     conversation, so this harness runs first turns (RV(result.turns) is V(first)); it has no top-k option (O(top_k)
     other than V(-1) is refused), and it keeps no per-request C(spec_verify_ct), so its RV(result.accept_length) is
     null and C(/server_info)'s figure is in RV(result.accept_length_server_info).
-  - Statistics mean the same for both harnesses (SGLang's client's definitions), see the C(_harness) module_utils.
+  - Statistics mean the same for both harnesses (SGLang's client's definitions), see the C(_stage.harness) module_utils.
   - A run where not every prompt completed is written with C(complete=false), and fails the task unless O(fail_on_incomplete=false).
   - "Energy: each measured repeat records what the stage's GPUs (O(gpus)) drew, by NVML's energy counter or instant
     power samples (O(telemetry)), in the result's energy keys (RV(result.energy_j), RV(result.output_tokens_per_j),

@@ -164,7 +164,7 @@ def summary(duration, cpu, errors):
 
 def run_harness(base_url, bodies, concurrency):
     """bench_run's load generator (LoadRun), recording each chunk's arrival and send stamp."""
-    from ansible_collections.specdec.bench.plugins.module_utils._builtin_harness import LoadRun  # pylint: disable=import-outside-toplevel
+    from ansible_collections.specdec.bench.plugins.module_utils._stage.builtin_harness import LoadRun  # pylint: disable=import-outside-toplevel
     cpu = time.process_time()
     run = LoadRun(base_url, bodies, [0.0] * len(bodies), concurrency, 60.0, stamp_key=STAMP_KEY).start()
     run.wait()
@@ -239,7 +239,7 @@ def run_floor(base_url, bodies, concurrency):
 
 
 def bodies_for(count, input_len, output_len, seed):
-    from ansible_collections.specdec.bench.plugins.module_utils._builtin_harness import generate_body, make_prompts  # pylint: disable=import-outside-toplevel
+    from ansible_collections.specdec.bench.plugins.module_utils._stage.builtin_harness import generate_body, make_prompts  # pylint: disable=import-outside-toplevel
     return [generate_body(prompt, output_len) for prompt in make_prompts(seed, count, input_len)]
 
 
@@ -265,7 +265,7 @@ def real_records(paths):
 
 def conversations_for(records, count, output_len):
     """count conversations of the records (repeated in order), with bench_run's sampling params: greedy, to EOS."""
-    from ansible_collections.specdec.bench.plugins.module_utils._builtin_harness import (  # pylint: disable=import-outside-toplevel
+    from ansible_collections.specdec.bench.plugins.module_utils._stage.builtin_harness import (  # pylint: disable=import-outside-toplevel
         Conversation, sampling_params)
     sampling = sampling_params(output_len, ignore_eos=False)
     return [Conversation(record["id"], record["category"], record["segments"], sampling)

@@ -2,7 +2,7 @@
 # Copyright: (c) 2026, specdec.bench developers
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""bench_run's builtin harness: warm-up, cache flush and the measured run of _builtin_harness's LoadRun, with the
+"""bench_run's builtin harness: warm-up, cache flush and the measured run of builtin_harness's LoadRun, with the
 raw log and the result file kept up to date while it runs. The prompts are seeded random token ids, or the
 conversations of O(prompts_file) with the run's sampling params.
 
@@ -15,7 +15,7 @@ import json
 import os
 import time
 
-from ansible_collections.specdec.bench.plugins.module_utils._builtin_harness import (
+from .builtin_harness import (
     Conversation,
     LoadRun,
     arrival_times,
@@ -25,15 +25,15 @@ from ansible_collections.specdec.bench.plugins.module_utils._builtin_harness imp
     sampling_params,
     text_body,
 )
-from ansible_collections.specdec.bench.plugins.module_utils._harness import from_builtin, result_row
-from ansible_collections.specdec.bench.plugins.module_utils._harness_run import (
+from .harness import from_builtin, result_row
+from .harness_run import (
     STOP_GRACE_S,
     EnergyMeter,
     energy_none,
     telemetry_path,
     write_row,
 )
-from ansible_collections.specdec.bench.plugins.module_utils._sglang_http import CONNECTION_ERRORS, HTTPStatusError, post, request_json
+from .sglang_http import CONNECTION_ERRORS, HTTPStatusError, post, request_json
 
 CHECKPOINT_SECONDS = 1.0
 
@@ -139,7 +139,7 @@ def run_builtin(module, params, limits, runs, workload, records=None):
     file the counts. Every request is bound by the limits, each measured run by the run deadline. Each measured run
 has the stage's GPUs' telemetry (EnergyMeter: idle power after the flush, sampling from right before its first
 request to right after its last response, the series beside the result), never the warm-up. workload: the row's
-    workload keys (_harness_run.workload); records: the prompts file's, when already read. A repeat that does not
+    workload keys (harness_run.workload); records: the prompts file's, when already read. A repeat that does not
     complete ends the cell when fail_on_incomplete (its later repeats are not run).
 
     Returns (the result rows of the repeats run, in order; error or None).

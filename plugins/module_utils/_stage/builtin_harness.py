@@ -5,7 +5,7 @@
 """The builtin harness's load generator: seeded or dataset prompts, a request schedule and streaming worker threads.
 
 Private to the specdec.bench collection; standard library only, so it runs on any benchmark host. The statistics
-are made from its records by _harness.from_builtin.
+are made from its records by harness.from_builtin.
 
 Prompts: seeded random token ids (make_prompts), or the conversations of a host prompts file (read_prompts, written
 by the workload_prepare action): {"id", "category", "segments": [str, ...], "turns"}. A conversation's turn i is one
@@ -40,8 +40,8 @@ import time
 import urllib.parse
 
 from ansible_collections.specdec.bench.plugins.module_utils._common import finite
-from ansible_collections.specdec.bench.plugins.module_utils._harness import RequestTiming
-from ansible_collections.specdec.bench.plugins.module_utils._sglang_http import (
+from .harness import RequestTiming
+from .sglang_http import (
     MAX_LINE_BYTES,
     BrokenResponse,
     HTTPStatusError,

@@ -39,7 +39,7 @@ LATENCY_METRICS = ('ttft_ms', 'itl_ms', 'tpot_ms', 'e2e_latency_ms')
 STATISTICS = ('mean', 'median', 'p99')
 STAT_KEYS = tuple('%s_%s' % (stat, metric) for metric in LATENCY_METRICS for stat in STATISTICS)
 CLIENT_LAG_KEYS = ('mean_client_lag_ms', 'p99_client_lag_ms', 'max_client_lag_ms')
-# The dataset and sampling keys of a row (bench_run's options; _harness_run.workload fills them).
+# The dataset and sampling keys of a row (bench_run's options; harness_run.workload fills them).
 DATASET_KEYS = ('dataset', 'dataset_kind', 'dataset_source', 'dataset_source_sha256', 'dataset_sha256', 'prompts_sha256',
                 'template_sha256', 'turns')
 SAMPLING_KEYS = ('temperature', 'top_p', 'top_k', 'ignore_eos', 'max_new_tokens')
@@ -48,7 +48,7 @@ SAMPLING_KEYS = ('temperature', 'top_p', 'top_k', 'ignore_eos', 'max_new_tokens'
 REPEAT_KEYS = ('repeat', 'repeats', 'warmup_requests')
 ACCEPT_KEYS = ('accept_length', 'accept_length_source', 'accept_length_server_info', 'accept_length_disagreement',
                'accept_length_flag', 'accept_length_p10', 'accept_length_median', 'accept_length_p90')
-# The stage's GPUs during the measured run (_telemetry, through _harness_run.EnergyMeter); null when not measured,
+# The stage's GPUs during the measured run (_telemetry, through harness_run.EnergyMeter); null when not measured,
 # energy_note then says why.
 ENERGY_KEYS = ('energy_j', 'avg_power_w', 'idle_power_w', 'output_tokens_per_j', 'j_per_output_token', 'energy_method',
                'energy_backend', 'energy_samples', 'power_source', 'gpu_throttled', 'telemetry_file', 'energy_note')

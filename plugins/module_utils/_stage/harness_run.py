@@ -4,8 +4,8 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """One harness run of bench_run, whichever harness drives it: its limits, its row's workload keys, its files.
 
-Private to the specdec.bench collection; standard library only. The drivers are _builtin_driver (the builtin
-load generator) and _sglang_client (SGLang's own benchmark client); both take bench_run's params and the limits.
+Private to the specdec.bench collection; standard library only. The drivers are builtin_driver (the builtin
+load generator) and sglang_client (SGLang's own benchmark client); both take bench_run's params and the limits.
 """
 
 from __future__ import annotations

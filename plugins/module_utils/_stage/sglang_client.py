@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 """bench_run's sglang harness: SGLang's own benchmark client, run once per repeat in the server's interpreter and
-stopped at its deadline, its JSON line mapped to the result row by _harness.from_sglang_client.
+stopped at its deadline, its JSON line mapped to the result row by harness.from_sglang_client.
 
 Private to the specdec.bench collection; standard library only.
 
@@ -30,8 +30,8 @@ import threading
 import time
 
 from ansible_collections.specdec.bench.plugins.module_utils._common import atomic_write, finite
-from ansible_collections.specdec.bench.plugins.module_utils._harness import from_sglang_client, parse_client_output, result_row
-from ansible_collections.specdec.bench.plugins.module_utils._harness_run import STOP_GRACE_S, EnergyMeter, telemetry_path, write_row
+from .harness import from_sglang_client, parse_client_output, result_row
+from .harness_run import STOP_GRACE_S, EnergyMeter, telemetry_path, write_row
 
 # SGLang's benchmark client moved from sglang.bench_serving to sglang.benchmark.serving; the newer is tried first.
 CLIENT_MODULES = ('sglang.benchmark.serving', 'sglang.bench_serving')
@@ -128,7 +128,7 @@ def run_sglang(module, params, limits, runs, workload, records=None):
     """Run SGLang's client once per missing repeat of one cell, each stopped at its deadline, and map its line.
     runs: [(repeat, result file, raw file, console log)] in order; the first run does the cell's warm-up
     (--warmup-requests), the later ones none; each flushes the cache before it measures (--flush-cache, when
-    flush_cache). workload: the row's workload keys (_harness_run.workload); records: the prompts file's
+    flush_cache). workload: the row's workload keys (harness_run.workload); records: the prompts file's
     (read_prompts), None for random prompts. A repeat that does not complete ends the cell when fail_on_incomplete.
     Returns (the rows of the repeats run, in order; error or None; the command line of the first run)."""
     if records is not None and params.get('top_k', -1) != -1:

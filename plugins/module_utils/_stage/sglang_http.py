@@ -3,10 +3,10 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Small HTTP helpers for an SGLang server's endpoints, and the errors and limits of its streamed /generate (which
-_builtin_harness reads). Standard library only.
+builtin_harness reads). Standard library only.
 
 Private to the specdec.bench collection. Nothing here goes through a proxy: the opener has an empty
-ProxyHandler (and _builtin_harness uses http.client directly), so HTTP_PROXY in the environment never routes
+ProxyHandler (and builtin_harness uses http.client directly), so HTTP_PROXY in the environment never routes
 traffic for the server (usually 127.0.0.1) elsewhere.
 """
 

@@ -17,7 +17,7 @@ from ansible_collections.specdec.bench.plugins.module_utils._common import ID_PA
 from .time import check_timing
 
 
-# What the report reads of the normalized harness result (plugins/module_utils/_harness.py RESULT_KEYS).
+# What the report reads of the normalized harness result (plugins/module_utils/_stage/harness.py RESULT_KEYS).
 RESULT_NUMBERS = (
     'output_throughput', 'accept_length', 'accept_length_source', 'request_throughput', 'completed', 'failed',
     'duration_s', 'mean_ttft_ms', 'median_ttft_ms', 'p99_ttft_ms', 'mean_itl_ms', 'median_itl_ms', 'p99_itl_ms',
@@ -250,7 +250,7 @@ def check_status(doc):
 
 
 def check_result(doc):
-    """A result file, as the harness writes it (plugins/module_utils/_harness.py): finite numbers or null."""
+    """A result file, as the harness writes it (plugins/module_utils/_stage/harness.py): finite numbers or null."""
     reason = _check_object(doc)
     if reason:
         return reason

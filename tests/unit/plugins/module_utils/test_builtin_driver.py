@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import json
 
-from ansible_collections.specdec.bench.plugins.module_utils import _builtin_driver
-from ansible_collections.specdec.bench.plugins.module_utils._builtin_driver import RawLog, drive, progress_row
-from ansible_collections.specdec.bench.plugins.module_utils._harness import RESULT_KEYS
+from ansible_collections.specdec.bench.plugins.module_utils._stage import builtin_driver as _builtin_driver
+from ansible_collections.specdec.bench.plugins.module_utils._stage.builtin_driver import RawLog, drive, progress_row
+from ansible_collections.specdec.bench.plugins.module_utils._stage.harness import RESULT_KEYS
 
 PARAMS = dict(concurrency=2, num_prompts=4, input_len=8, output_len=4, request_rate=None, seed=1, stage='tp1-x')
 

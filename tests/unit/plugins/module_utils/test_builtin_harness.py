@@ -12,8 +12,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from ansible_collections.specdec.bench.plugins.module_utils import _builtin_harness as builtin
-from ansible_collections.specdec.bench.plugins.module_utils._harness import RequestTiming
+from ansible_collections.specdec.bench.plugins.module_utils._stage import builtin_harness as builtin
+from ansible_collections.specdec.bench.plugins.module_utils._stage.harness import RequestTiming
 
 STAMP = b'"sim_sent_at"'
 

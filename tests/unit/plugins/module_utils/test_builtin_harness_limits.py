@@ -16,8 +16,8 @@ import time
 
 import pytest
 
-from ansible_collections.specdec.bench.plugins.module_utils import _builtin_harness as builtin
-from ansible_collections.specdec.bench.plugins.module_utils._sglang_http import MAX_LINE_BYTES, BrokenResponse
+from ansible_collections.specdec.bench.plugins.module_utils._stage import builtin_harness as builtin
+from ansible_collections.specdec.bench.plugins.module_utils._stage.sglang_http import MAX_LINE_BYTES, BrokenResponse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import scripted_sglang as scripted  # noqa: E402  pylint: disable=wrong-import-position

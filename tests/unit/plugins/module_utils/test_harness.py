@@ -11,9 +11,10 @@ import os
 
 import pytest
 
-from ansible_collections.specdec.bench.plugins.module_utils import _common, _harness as harness
+from ansible_collections.specdec.bench.plugins.module_utils import _common
+from ansible_collections.specdec.bench.plugins.module_utils._stage import harness
 from ansible_collections.specdec.bench.plugins.module_utils._common import RESULTS_LAYOUT
-from ansible_collections.specdec.bench.plugins.module_utils._builtin_harness import arrival_times, generate_body, make_prompts
+from ansible_collections.specdec.bench.plugins.module_utils._stage.builtin_harness import arrival_times, generate_body, make_prompts
 
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..', 'fixtures', 'sglang-client')
 SCHEMA_KEYS = {

@@ -11,8 +11,8 @@ import os
 import pytest
 
 from ansible_collections.specdec.bench.plugins.module_utils._common import RESULTS_LAYOUT
-from ansible_collections.specdec.bench.plugins.module_utils._harness import SCHEMA_VERSION, result_row
-from ansible_collections.specdec.bench.plugins.module_utils._harness_run import (
+from ansible_collections.specdec.bench.plugins.module_utils._stage.harness import SCHEMA_VERSION, result_row
+from ansible_collections.specdec.bench.plugins.module_utils._stage.harness_run import (
     REUSE_KEYS,
     prompts_shape,
     reusable_row,

@@ -11,8 +11,8 @@ import subprocess
 import sys
 import time
 
-from ansible_collections.specdec.bench.plugins.module_utils import _sglang_client
-from ansible_collections.specdec.bench.plugins.module_utils._sglang_client import ClientStopper, client_deadline, sglang_command
+from ansible_collections.specdec.bench.plugins.module_utils._stage import sglang_client as _sglang_client
+from ansible_collections.specdec.bench.plugins.module_utils._stage.sglang_client import ClientStopper, client_deadline, sglang_command
 
 PARAMS = dict(base_url='http://127.0.0.1:30001', input_len=1024, output_len=256, num_prompts=64, concurrency=4,
               request_rate=None, seed=7, warmup_requests=2, flush_cache=True, tokenizer=None, extra_args=[])

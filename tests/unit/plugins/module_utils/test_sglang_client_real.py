@@ -18,7 +18,7 @@ import subprocess
 
 import pytest
 
-from ansible_collections.specdec.bench.plugins.module_utils._sglang_client import custom_dataset, sglang_command
+from ansible_collections.specdec.bench.plugins.module_utils._stage.sglang_client import custom_dataset, sglang_command
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
 PARSE = os.path.join(REPO, 'tests', 'fixtures', 'sglang-client', 'parse_command.py')

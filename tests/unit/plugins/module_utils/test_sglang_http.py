@@ -13,7 +13,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from ansible_collections.specdec.bench.plugins.module_utils._sglang_http import (
+from ansible_collections.specdec.bench.plugins.module_utils._stage.sglang_http import (
     CONNECTION_ERRORS,
     MAX_LINE_BYTES,
     HTTPStatusError,

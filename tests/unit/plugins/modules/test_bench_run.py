@@ -16,9 +16,9 @@ import pytest
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.specdec.bench.plugins.module_utils._builtin_harness import LoadRun, arrival_times, generate_body, make_prompts
-from ansible_collections.specdec.bench.plugins.module_utils import _builtin_driver, _harness_run, _sglang_client
-from ansible_collections.specdec.bench.plugins.module_utils._harness import RESULT_KEYS
+from ansible_collections.specdec.bench.plugins.module_utils._stage.builtin_harness import LoadRun, arrival_times, generate_body, make_prompts
+from ansible_collections.specdec.bench.plugins.module_utils._stage import builtin_driver as _builtin_driver, harness_run as _harness_run, sglang_client as _sglang_client
+from ansible_collections.specdec.bench.plugins.module_utils._stage.harness import RESULT_KEYS
 from ansible_collections.specdec.bench.plugins.modules import bench_run
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'module_utils'))

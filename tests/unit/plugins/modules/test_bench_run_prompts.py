@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from ansible_collections.specdec.bench.plugins.module_utils._harness import RESULT_KEYS
+from ansible_collections.specdec.bench.plugins.module_utils._stage.harness import RESULT_KEYS
 from ansible_collections.specdec.bench.plugins.modules import bench_run
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'module_utils'))
@@ -172,7 +172,7 @@ def test_a_failed_turn_ends_its_conversation_and_counts_it_failed(run_module, tm
 
 
 def test_a_disagreement_with_server_info_beyond_two_percent_is_flagged(run_module, tmp_path, monkeypatch):
-    from ansible_collections.specdec.bench.plugins.module_utils import _builtin_driver  # pylint: disable=import-outside-toplevel
+    from ansible_collections.specdec.bench.plugins.module_utils._stage import builtin_driver as _builtin_driver  # pylint: disable=import-outside-toplevel
     server = scripted.ScriptedServer(answer_turn)
     try:
         # one request of 6 tokens in 2 verify steps: tau 3.0; the server's own count leaves the prefill token out, so an

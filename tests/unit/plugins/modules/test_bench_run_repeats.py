@@ -14,7 +14,7 @@ import sys
 import pytest
 
 from ansible_collections.specdec.bench.plugins.module_utils._common import file_sha256
-from ansible_collections.specdec.bench.plugins.module_utils._harness import RESULT_KEYS
+from ansible_collections.specdec.bench.plugins.module_utils._stage.harness import RESULT_KEYS
 from ansible_collections.specdec.bench.plugins.modules import bench_run
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))

@@ -17,8 +17,8 @@ import sys
 
 import pytest
 
-from ansible_collections.specdec.bench.plugins.module_utils import _harness_run, _sglang_client
-from ansible_collections.specdec.bench.plugins.module_utils._harness import ENERGY_KEYS, RESULT_KEYS
+from ansible_collections.specdec.bench.plugins.module_utils._stage import harness_run as _harness_run, sglang_client as _sglang_client
+from ansible_collections.specdec.bench.plugins.module_utils._stage.harness import ENERGY_KEYS, RESULT_KEYS
 from ansible_collections.specdec.bench.plugins.module_utils._telemetry import SERIES_COLUMNS
 from ansible_collections.specdec.bench.plugins.modules import bench_run
 

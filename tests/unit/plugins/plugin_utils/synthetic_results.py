@@ -23,7 +23,7 @@ from pathlib import Path
 
 from ansible_collections.specdec.bench.plugins.module_utils._common import RESULTS_LAYOUT as LAYOUT
 from ansible_collections.specdec.bench.plugins.module_utils._common import temperature_tag
-from ansible_collections.specdec.bench.plugins.module_utils._harness import from_builtin
+from ansible_collections.specdec.bench.plugins.module_utils._stage.harness import from_builtin
 
 SHORT = {'budget': 'b', 'topk': 'k', 'num_draft_tokens': 'n'}
 # How a dataset's prompts scale the acceptance length (math and code accept more than open chat).
