@@ -1,9 +1,13 @@
-"""What several unit tests share, defined once: polling a condition with a deadline, and the LaTeX report's structure.
+"""What several unit tests share, defined once: polling a condition with a deadline, a free port, stopping a process,
+and the LaTeX report's structure.
 
 tests/unit/conftest.py puts this folder on sys.path (pytest's prepend import mode), so a test imports it as
 ``from testhelpers import wait_until``.
 """
 
+import signal
+import socket
+import subprocess
 import time
 
 DEADLINE_S = 15.0
@@ -18,6 +22,24 @@ def wait_until(predicate, what, timeout=DEADLINE_S, interval=0.02):
             return value
         time.sleep(interval)
     raise AssertionError('timed out waiting for %s (%ss)' % (what, timeout))
+
+
+def free_port():
+    """A TCP port of 127.0.0.1 that nothing listens on now."""
+    with socket.socket() as sock:
+        sock.bind(('127.0.0.1', 0))
+        return sock.getsockname()[1]
+
+
+def stop_process(proc, timeout=DEADLINE_S):
+    """SIGTERM a subprocess.Popen still running, SIGKILL it after timeout seconds; reaped either way."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
 
 
 def latex_structure(tex, booktabs=True):

@@ -10,7 +10,6 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -35,6 +34,7 @@ from sglang.srt import server_args as sim_server_args  # noqa: E402
 
 from ansible_collections.specdec.bench.plugins.plugin_utils import sglang_build  # noqa: E402
 from simtools import wait_until  # noqa: E402  pylint: disable=wrong-import-position,import-error
+from testhelpers import free_port, stop_process  # noqa: E402  pylint: disable=wrong-import-position,import-error
 
 DEADLINE_S = 10.0
 # The emulator's parser is made from these: the option lists of every build profile, as the sim image has them.
@@ -56,12 +56,6 @@ LAYOUT = {
 # --------------------------------------------------------------------------------------------
 # helpers
 # --------------------------------------------------------------------------------------------
-
-def free_port():
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
 
 class Emulator:
     """One emulator process: its port, its output files and its claims directory."""
@@ -134,13 +128,7 @@ class Emulator:
             raise AssertionError("the emulator did not exit:\n" + self.stdout())
 
     def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=DEADLINE_S)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop_process(self.proc, DEADLINE_S)
 
     def get_json(self, path):
         with urllib.request.urlopen(self.base + path, timeout=DEADLINE_S) as resp:

@@ -6,8 +6,6 @@
 from __future__ import annotations
 
 import os
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -17,7 +15,7 @@ import urllib.request
 import pytest
 
 from ansible_collections.specdec.bench.plugins.plugin_utils import sglang_build
-from testhelpers import wait_until  # noqa: E402  pylint: disable=wrong-import-position,import-error
+from testhelpers import free_port, stop_process, wait_until  # noqa: E402  pylint: disable=wrong-import-position,import-error
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
 EMULATOR = os.path.join(REPO, 'tests', 'sim', 'sglang_emulator')
@@ -30,12 +28,6 @@ OPTIONS_DIR = tempfile.mkdtemp(prefix='specdec-sim-options-')
 sglang_build.write_option_lists(OPTIONS_DIR)
 # Every request through urllib must ignore these: a test fails if traffic for 127.0.0.1 went to a proxy.
 DEAD_PROXY = 'http://127.0.0.1:9'
-
-
-def free_port():
-    with socket.socket() as sock:
-        sock.bind(('127.0.0.1', 0))
-        return sock.getsockname()[1]
 
 
 class Emulator:
@@ -83,13 +75,7 @@ class Emulator:
             return handle.read()
 
     def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=DEADLINE_S)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop_process(self.proc, DEADLINE_S)
 
 
 @pytest.fixture
