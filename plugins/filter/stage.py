@@ -17,7 +17,7 @@ from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.specdec.bench.plugins.module_utils._stage_run import lock_wait_s
+from ansible_collections.specdec.bench.plugins.module_utils._stage.stage_run import lock_wait_s
 
 # What bench_run records of a prompt set in each result (its controller paths and notes stay on the controller).
 DATASET_KEYS = ('name', 'kind', 'source', 'source_sha256', 'normalized_sha256', 'prompts_sha256', 'template_sha256', 'count',

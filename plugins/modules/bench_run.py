@@ -706,7 +706,7 @@ skipped:
 from ansible.module_utils.basic import AnsibleModule
 
 # the logic and the names tests use live in module_utils (specdec.bench.stage_run runs it as a step)
-from ansible_collections.specdec.bench.plugins.module_utils._step_bench_run import (  # noqa: F401  pylint: disable=unused-import
+from ansible_collections.specdec.bench.plugins.module_utils._stage.bench_run import (  # noqa: F401  pylint: disable=unused-import
     ARGUMENT_SPEC,
     MAX_REPEATS,
     call_timings,

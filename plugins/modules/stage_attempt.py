@@ -88,7 +88,7 @@ kept:
 from ansible.module_utils.basic import AnsibleModule
 
 # the logic and the names tests and callers use live in module_utils (specdec.bench.stage_run runs it as a step)
-from ansible_collections.specdec.bench.plugins.module_utils._step_attempt import (  # noqa: F401  pylint: disable=unused-import
+from ansible_collections.specdec.bench.plugins.module_utils._stage.stage_attempt import (  # noqa: F401  pylint: disable=unused-import
     ARGUMENT_SPEC,
     PREFIX,
     attempt_files,

@@ -134,7 +134,7 @@ warnings_seen:
 from ansible.module_utils.basic import AnsibleModule
 
 # the logic and the names tests use live in module_utils (specdec.bench.stage_run runs it as a step)
-from ansible_collections.specdec.bench.plugins.module_utils._step_record import (  # noqa: F401  pylint: disable=unused-import
+from ansible_collections.specdec.bench.plugins.module_utils._stage.stage_record import (  # noqa: F401  pylint: disable=unused-import
     ARGUMENT_SPEC,
     run,
 )

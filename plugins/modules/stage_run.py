@@ -190,7 +190,7 @@ skipped:
 from ansible.module_utils.basic import AnsibleModule
 
 # the logic lives in module_utils, with the steps it runs
-from ansible_collections.specdec.bench.plugins.module_utils._stage_run import ARGUMENT_SPEC, run
+from ansible_collections.specdec.bench.plugins.module_utils._stage.stage_run import ARGUMENT_SPEC, run
 
 
 def main():

@@ -14,10 +14,10 @@ import os
 import time
 
 from ansible_collections.specdec.bench.plugins.module_utils._common import ID_PATTERN, is_id
-from ansible_collections.specdec.bench.plugins.module_utils._stage.builtin_driver import run_builtin
-from ansible_collections.specdec.bench.plugins.module_utils._stage.builtin_harness import read_prompts
-from ansible_collections.specdec.bench.plugins.module_utils._stage.harness import RESULT_KEYS, SCHEMA_VERSION, cell_summary
-from ansible_collections.specdec.bench.plugins.module_utils._stage.harness_run import (
+from .builtin_driver import run_builtin
+from .builtin_harness import read_prompts
+from .harness import RESULT_KEYS, SCHEMA_VERSION, cell_summary
+from .harness_run import (
     dataset_name,
     prompts_shape,
     IDLE_S,
@@ -27,7 +27,7 @@ from ansible_collections.specdec.bench.plugins.module_utils._stage.harness_run i
     TELEMETRY_CHOICES,
     workload,
 )
-from ansible_collections.specdec.bench.plugins.module_utils._stage.sglang_client import run_sglang
+from .sglang_client import run_sglang
 from ansible_collections.specdec.bench.plugins.module_utils._telemetry import MAX_INTERVAL_S, MIN_INTERVAL_S
 
 MAX_REPEATS = 100

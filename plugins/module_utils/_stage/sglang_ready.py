@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 
-from ansible_collections.specdec.bench.plugins.module_utils._stage.sglang_http import (
+from .sglang_http import (
     CONNECTION_ERRORS,
     HTTPStatusError,
     get_status,

@@ -16,7 +16,7 @@ from ansible_collections.specdec.bench.plugins.module_utils import _service as s
 from ansible_collections.specdec.bench.plugins.module_utils import _supervisor as supervisor
 from ansible_collections.specdec.bench.plugins.module_utils._common import RESULTS_LAYOUT, atomic_write, utc_stamp
 from ansible_collections.specdec.bench.plugins.module_utils._gpu_probe import gather_gpu_facts
-from ansible_collections.specdec.bench.plugins.module_utils._stage.sglang_http import CONNECTION_ERRORS, HTTPStatusError, request_json
+from .sglang_http import CONNECTION_ERRORS, HTTPStatusError, request_json
 
 
 ARGUMENT_SPEC = dict(

@@ -23,10 +23,10 @@ import time
 import traceback
 
 from ansible_collections.specdec.bench.plugins.module_utils import _service as service
-from ansible_collections.specdec.bench.plugins.module_utils import _step_attempt
-from ansible_collections.specdec.bench.plugins.module_utils import _step_bench_run
-from ansible_collections.specdec.bench.plugins.module_utils import _step_ready
-from ansible_collections.specdec.bench.plugins.module_utils import _step_record
+from . import stage_attempt as _step_attempt
+from . import bench_run as _step_bench_run
+from . import sglang_ready as _step_ready
+from . import stage_record as _step_record
 from ansible_collections.specdec.bench.plugins.module_utils import _step_service
 from ansible_collections.specdec.bench.plugins.module_utils import _supervisor as supervisor
 from ansible_collections.specdec.bench.plugins.module_utils._common import atomic_write, utc_stamp

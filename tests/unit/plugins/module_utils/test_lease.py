@@ -14,7 +14,7 @@ import time
 import pytest
 
 from ansible_collections.specdec.bench.plugins.module_utils import _lease
-from ansible_collections.specdec.bench.plugins.module_utils import _stage_run
+from ansible_collections.specdec.bench.plugins.module_utils._stage import stage_run as _stage_run
 from ansible_collections.specdec.bench.plugins.plugin_utils import lease_keeper
 
 

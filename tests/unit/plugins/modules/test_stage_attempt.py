@@ -10,7 +10,7 @@ import stat
 
 import pytest
 
-from ansible_collections.specdec.bench.plugins.module_utils import _step_attempt
+from ansible_collections.specdec.bench.plugins.module_utils._stage import stage_attempt as _step_attempt
 from ansible_collections.specdec.bench.plugins.modules import stage_attempt
 
 

@@ -18,7 +18,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.specdec.bench.plugins.module_utils import _service as service
 from ansible_collections.specdec.bench.plugins.module_utils._common import RESULTS_LAYOUT
-from ansible_collections.specdec.bench.plugins.module_utils import _step_record
+from ansible_collections.specdec.bench.plugins.module_utils._stage import stage_record as _step_record
 from ansible_collections.specdec.bench.plugins.modules import stage_record
 
 UNIT = 'specdec-c-tp1-dflash-n16.service'

@@ -21,9 +21,9 @@ import pytest
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.specdec.bench.plugins.module_utils import _service as service
-from ansible_collections.specdec.bench.plugins.module_utils import _stage_run
-from ansible_collections.specdec.bench.plugins.module_utils import _step_attempt
-from ansible_collections.specdec.bench.plugins.module_utils import _step_record
+from ansible_collections.specdec.bench.plugins.module_utils._stage import stage_run as _stage_run
+from ansible_collections.specdec.bench.plugins.module_utils._stage import stage_attempt as _step_attempt
+from ansible_collections.specdec.bench.plugins.module_utils._stage import stage_record as _step_record
 from ansible_collections.specdec.bench.plugins.module_utils import _supervisor as supervisor
 from ansible_collections.specdec.bench.plugins.module_utils._step import StepModule, run_step
 from ansible_collections.specdec.bench.plugins.modules import stage_run
