@@ -239,7 +239,8 @@ def run_floor(base_url, bodies, concurrency):
 
 
 def bodies_for(count, input_len, output_len, seed):
-    from ansible_collections.specdec.bench.plugins.module_utils._stage.builtin_harness import generate_body, make_prompts  # pylint: disable=import-outside-toplevel
+    # pylint: disable-next=import-outside-toplevel
+    from ansible_collections.specdec.bench.plugins.module_utils._stage.builtin_harness import generate_body, make_prompts
     return [generate_body(prompt, output_len) for prompt in make_prompts(seed, count, input_len)]
 
 

@@ -184,7 +184,7 @@ class ServerGuard:
             try:
                 deadline = time.monotonic() + self.DONE_WAIT_S
                 while time.monotonic() < deadline:
-                    ready, _, _ = select.select([self._ended], [], [], max(0.0, deadline - time.monotonic()))
+                    ready = select.select([self._ended], [], [], max(0.0, deadline - time.monotonic()))[0]
                     if not ready or not os.read(self._ended, 64):
                         break
             finally:

@@ -17,7 +17,9 @@ import pytest
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.specdec.bench.plugins.module_utils._stage.builtin_harness import LoadRun, arrival_times, generate_body, make_prompts
-from ansible_collections.specdec.bench.plugins.module_utils._stage import builtin_driver as _builtin_driver, harness_run as _harness_run, sglang_client as _sglang_client
+from ansible_collections.specdec.bench.plugins.module_utils._stage import builtin_driver as _builtin_driver
+from ansible_collections.specdec.bench.plugins.module_utils._stage import harness_run as _harness_run
+from ansible_collections.specdec.bench.plugins.module_utils._stage import sglang_client as _sglang_client
 from ansible_collections.specdec.bench.plugins.module_utils._stage.harness import RESULT_KEYS
 from ansible_collections.specdec.bench.plugins.modules import bench_run
 
