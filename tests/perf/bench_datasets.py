@@ -1,4 +1,4 @@
-"""Time to prepare 480 Spec-Bench-shaped and 1,319 GSM8K-shaped prompts on the controller (issue 15's benchmark).
+"""Time to prepare 480 Spec-Bench-shaped and 1,319 GSM8K-shaped prompts on the controller (real workloads' benchmark).
 
     .venv/bin/python tests/perf/bench_datasets.py [--runs 5] [--keep DIR]
 

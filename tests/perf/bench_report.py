@@ -3,7 +3,7 @@
     .venv/bin/python tests/perf/bench_report.py [--runs 5] [--hosts 5] [--keep DIR] [--datasets gsm8k,mt-bench]
                                                 [--temperatures 0,0.7] [--repeats 3]
 
-Issue 16's case (1,000 stages x 4 concurrencies x 3 datasets x 3 repeats, Spec-Bench's categories from its raw records):
+The repeats' case (1,000 stages x 4 concurrencies x 3 datasets x 3 repeats, Spec-Bench's categories from its raw records):
     .venv/bin/python tests/perf/bench_report.py --datasets gsm8k,mt-bench,spec-bench --repeats 3 --runs 3
 
 The results are synthetic but complete and laid out as bench_stage writes them (tests/unit/plugins/plugin_utils/

@@ -10,7 +10,7 @@ Between two requests the trainer appends one step (a bar and a JSON line), as a 
 from a stand-in systemctl (a shell script), the same in both variants. Medians of --runs requests, ms; the ratio is
 reread over incremental. The first request of the monitor (reading at most the last 2 MiB) is shown apart.
 
-Issue 21 added the curves and GPU tiles; "before" is the status alone (Monitor.status, as before), "after" what the
+With the curves and GPU tiles: "before" is the status alone (Monitor.status, as before), "after" what the
 page costs now, in the same run: a status with the GPU tiles (a GpuWatch holding a full sparkline of samples of 4
 GPUs, as sampled) and the curves' points not sent yet (Monitor.history from the page's cursor, as one event does).
 First request after: the status and the first history answer (at most 1 MiB more of the log indexed). The whole

@@ -1,4 +1,4 @@
-"""The hand-started GPU holder on the A100 box (side_effect, issue 20): stopped by the campaign `hand-holder`, whose
+"""The hand-started GPU holder on the A100 box (side_effect.yml): stopped by the campaign `hand-holder`, whose
 TP2 stage ran on GPUs 0,1, and running again as the supervisor service specdec-restored-hand-wrapper.service.
 
 The module's teardown stops and removes that service: the files after this one (test_campaign.py first) check that the

@@ -1,4 +1,4 @@
-"""A campaign over three hosts with `forks: 1` (issue 29, item 2): every stage ok.
+"""A campaign over three hosts with `forks: 1`, so that stages wait for a free worker: every stage ok.
 
 With more hosts than forks, the free strategy gives a host's next task a worker only when one is free: a host whose
 stage was started waits while another host's stage_wait holds the only worker for that host's whole wave. Its stage's

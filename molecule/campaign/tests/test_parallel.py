@@ -1,4 +1,4 @@
-"""campaigns/ct200.yml on the simulated CT200 with its TP1 pool of 7 GPUs and `parallel: true` (issue 19).
+"""campaigns/ct200.yml on the simulated CT200 with its TP1 pool of 7 GPUs and `parallel: true` (stages of a wave side by side).
 
 The spec's GPUs, methods and `parallel` come from the file as it is; only the workload is made small (one prompt set
 of random prompts, concurrency 1, one repeat), so the 15 stages and the interference re-run take two minutes here.

@@ -211,13 +211,13 @@ def test_monitor_serves_the_runs_own_files(host):
     status, body = http_get(host, "/files/train.log")
     assert status == 200 and body
     status, body = http_get(host, "/files/")
-    # the log and the GPU samples the monitor keeps there (issue 21); only what the page reads (issue 29)
+    # the log and the GPU samples the monitor keeps there; only what the page reads (an allow-list)
     assert status == 200 and set(json.loads(body)["files"]) == {"train.log", "monitor-gpus.jsonl"}
 
 
 @pytest.mark.parametrize("name", ["run.sh", "run.json", "train_dflash.sh"])
 def test_monitor_serves_no_script_and_no_manifest(host, name):
-    # the service reads the root-only run folder as root; any local user reaches its port (issue 29)
+    # the service reads the root-only run folder as root; any local user reaches its port
     status, _body = http_get(host, "/files/" + name)
     assert status == 404
 

@@ -246,7 +246,7 @@ def test_a_restart_of_the_monitor_keeps_the_whole_history(page, host):
 
 
 def summary(best_name, names=("checkpoint-400", "checkpoint-800"), campaign="dflash-sweep"):
-    """An evaluation.json of the contract's shape (issue 18): two checkpoints measured on gsm8k and mt-bench, the
+    """An evaluation.json of the contract's shape (playbooks/evaluate.yml writes it): two checkpoints measured on gsm8k and mt-bench, the
     second the best."""
     def measured(speedup, tau):
         return {"tau": tau, "tau_ci_low": tau - 0.1, "tau_ci_high": tau + 0.1, "speedup": speedup,

@@ -147,7 +147,7 @@ def _check_ids(doc, key, field):
 
 
 def _check_wave(doc, field=None):
-    """Issue 19's keys of a plan stage or a status.json, each tolerated absent (results from before them): wave (a
+    """The parallel waves' keys of a plan stage or a status.json, each tolerated absent (results from before them): wave (a
     1-based wave number or null), wave_stages and ran_beside (lists of stage ids), interference_of (the id of the
     stage an interference stage re-runs alone, or null)."""
     where = '%s.' % field if field else ''

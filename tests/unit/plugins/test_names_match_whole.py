@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, specdec.bench developers
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Issue 29: a name from a host is matched whole. Python's `$` also matches before a final newline, so
+"""A name from a host is matched whole. Python's `$` also matches before a final newline, so
 'checkpoint-400\\n' was a step and 'result-...json\\n' a result file; every pattern that checks such a name ends in
 \\Z (or is applied with fullmatch). The shared id pattern (module_utils/_common.py, the id test, the id_pattern
 filter), the result file names the report reads, the host text report.md writes as code, and systemd unit

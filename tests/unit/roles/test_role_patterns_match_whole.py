@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, specdec.bench developers
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Issue 29: the roles' checks of names that end up in unit and env files (environment and secret names, unit names,
+"""The roles' checks of names that end up in unit and env files (environment and secret names, unit names,
 cpulists, the monitor's address and GPUs) match the whole value: with `$`, a name with a final newline passed, and
 would have ended a line of the file it was written into. Each pattern is read from the role as Jinja reads it and
 applied with Ansible's own `match` test."""

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, specdec.bench developers
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The training monitor's curves and GPU tiles (issue 21): the log's metric index (_train_log.MetricIndex), served
+"""The training monitor's curves and GPU tiles: the log's metric index (_train_log.MetricIndex), served
 incrementally by /api/history and `history` events, and the GPU watch (its records, idle time, bounded history
 file read back after a restart, the run's GPUs from its definition), through the monitor as the role installs it."""
 

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, specdec.bench developers
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The training monitor's latest evaluation (issue 18): the run folder's evaluation.json, which playbooks/evaluate.yml
+"""The training monitor's latest evaluation: the run folder's evaluation.json, which playbooks/evaluate.yml
 copies there, served by /api/evaluation (parsed, with what is wrong with it), /evaluation.json (as it is) and
 `evaluation` events, through the monitor as the role installs it: missing, valid, invalid, too large, a symlink,
 changing, and read again only when it changed."""
@@ -23,7 +23,7 @@ FILES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dir
                      'roles', 'train_monitor', 'files')
 LIMIT = 1024 * 1024
 HOSTILE = '<img src=x onerror=window.__pwned=4>'
-# The shape of the contract (issue 18: Results/report), with a name that is markup: it stays data.
+# The shape of the contract (the report's evaluation.json), with a name that is markup: it stays data.
 SUMMARY = {
     'campaign': 'dflash-sweep',
     'generated': '2026-12-03T21:00:00Z',

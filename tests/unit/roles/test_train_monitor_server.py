@@ -250,7 +250,7 @@ NOT_FOR_THE_PAGE = {'run.sh': (0o600, b'#!/bin/bash\nexport HF_TOKEN=hf_secret\n
 
 
 def test_only_the_files_the_page_needs_are_served(service):
-    """Issue 29: the service runs as root and any local user (nobody) can reach its port: /files/ served run.sh
+    """The service runs as root and any local user (nobody) can reach its port: /files/ served run.sh
     (0600) and any other file of the root-only run folder. Only the page's files are served, by an allow-list: the
     log it links, evaluation.json and the GPU samples; a script, a secret, an env file, the manifest are 404."""
     for name, (mode, data) in NOT_FOR_THE_PAGE.items():

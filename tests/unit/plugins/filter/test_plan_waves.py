@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, specdec.bench developers
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""campaign_plan's GPU pools and parallel waves (issue 19): slots, waves on disjoint GPUs, stages that run alone,
+"""campaign_plan's GPU pools and parallel waves: slots, waves on disjoint GPUs, stages that run alone,
 disjoint CPU sets within a wave, the interference stage, and their lines in plan_lines. The host is the seeds' CT200
 (test_plan.ct200_facts: GPU0 held by ddtree-qwen.service) with the simulated CT200's topology (GPU0-3 on node 0,
 GPU4-7 on node 1)."""

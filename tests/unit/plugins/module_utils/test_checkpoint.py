@@ -282,7 +282,7 @@ def test_bad_arguments_name_the_field(copy, field, value, words):
     assert staging.exists() and not dest.exists()
 
 
-# --- issue 29: checkpoints listed while a trainer writes or rotates them, and names with a trailing newline
+# --- checkpoints listed while a trainer writes or rotates them, and names with a trailing newline
 
 def sharded(folder, shards=2, written=None, index=True):
     """A sharded checkpoint as save_pretrained writes it: config.json, model-0000i-of-0000n.safetensors (the first

@@ -447,7 +447,7 @@ def test_no_samples_and_no_counter_is_said(monkeypatch):
 
 
 def test_non_finite_readings_are_dropped_with_a_note(monkeypatch, tmp_path):
-    """Issue 29: NaN power (every other read, a double field), an infinite temperature and a NaN energy counter are
+    """NaN power (every other read, a double field), an infinite temperature and a NaN energy counter are
     dropped where they are read and named in the notes; the figures come from the finite readings and hold no NaN."""
     module = fake_pynvml()
     reads = []

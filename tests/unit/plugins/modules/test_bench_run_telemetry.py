@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, specdec.bench developers
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""bench_run's energy per measured repeat (issue 17): the builtin harness over real HTTP against the SGLang emulator,
+"""bench_run's energy per measured repeat: the builtin harness over real HTTP against the SGLang emulator,
 whose load drives the simulated GPU's power (tests/sim/nvidia_smi/sim_gpu_power.py), measured through the fake
 pynvml (the counter) and the fake nvidia-smi (instant samples); telemetry off, no GPUs and a broken backend leave
 the run as it was, with null energy keys and a note."""
@@ -227,7 +227,7 @@ def test_sglang_harness_energy_over_the_clients_measured_run(run_module, powered
 
 
 def test_a_nan_from_the_driver_never_discards_the_run(run_module, powered, tmp_path, monkeypatch):
-    """Issue 29: a GPU with no energy counter whose instant power reads NaN (a double field NVML fills with NaN) made
+    """A GPU with no energy counter whose instant power reads NaN (a double field NVML fills with NaN) made
     the row's energy NaN, which strict JSON refused: the measured run's row was never written. The NaN readings are
     dropped, the note says so, and the row is written."""
     fake = sys.modules['pynvml']

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, specdec.bench developers
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""bench_run's timings (issue 19, the report's time breakdown): warmup_s (the warm-up pass, from its records at the
+"""bench_run's timings (for the report's time breakdown): warmup_s (the warm-up pass, from its records at the
 head of the first repeat's raw file), measure_s (the measured runs of this call) and idle_s, beside elapsed_s."""
 
 from __future__ import annotations

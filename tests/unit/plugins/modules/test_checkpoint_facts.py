@@ -78,7 +78,7 @@ def test_exactly_one_source_and_names_need_checksums(run_module, tmp_path):
 
 
 def test_rotation_during_a_checksum_listing_is_a_problem_not_a_failure(run_module, tmp_path, monkeypatch):
-    """Issue 29: the trainer's rotation deleted a checkpoint while its sha256 were read: FileNotFoundError failed the
+    """The trainer's rotation deleted a checkpoint while its sha256 were read: FileNotFoundError failed the
     listing (488 of 1253 listings). It is skipped with a note; a checkpoint still being written is not listed."""
     from ansible_collections.specdec.bench.plugins.module_utils import _checkpoint  # pylint: disable=import-outside-toplevel
     root = tmp_path / 'checkpoints'

@@ -8,10 +8,10 @@ the DDTree paper reports: acceptance length keeps rising with the budget while t
 speedup peaks at an intermediate budget. Acceptance also depends on the dataset (math and code accept more than chat,
 DATASET_TAU) and falls with the temperature; a real set's requests stop at EOS (fewer tokens than max_new_tokens).
 legacy=True writes a campaign as it was collected before datasets: result-c<N>.json files without the new keys.
-repeats=N writes N measured repeats of every run (result-...-r<r>.json and raw-...-r<r>.jsonl, as issue 16 lays them
+repeats=N writes N measured repeats of every run (result-...-r<r>.json and raw-...-r<r>.jsonl, as bench_run lays them
 out, each result with its repeat and repeats); without it a run is one result (repeat 1 of the layout). A dataset of
 DATASET_CATEGORIES gives each request a category (by its index) whose acceptance is CATEGORY_TAU times the set's.
-energy=True adds each result's energy keys as bench_run's telemetry writes them (issue 17; energy_result): the
+energy=True adds each result's energy keys as bench_run's telemetry writes them (energy_result): the
 stage's GPUs draw power_model's watts over the run, measured by NVML's counter; throttled names the runs whose GPUs
 saw a clock event reason.
 """
@@ -37,7 +37,7 @@ LEGACY_KEYS = (
     'accept_length', 'accept_length_source', 'mean_client_lag_ms', 'p99_client_lag_ms', 'max_client_lag_ms', 'errors',
     'raw_file')
 LEGACY_LAYOUT = dict(LAYOUT, result='result-c{concurrency}.json', raw='raw-c{concurrency}.jsonl')
-# A run's files before repeats (0.5), and with them (issue 16).
+# A run's files before repeats (0.5), and with them.
 PREVIOUS_LAYOUT = dict(LAYOUT, result='result-{dataset}-t{temperature}-c{concurrency}.json',
                        raw='raw-{dataset}-t{temperature}-c{concurrency}.jsonl')
 REPEAT_LAYOUT = dict(LAYOUT, result='result-{dataset}-t{temperature}-c{concurrency}-r{repeat}.json',
@@ -171,7 +171,7 @@ def make_campaign(root, host, campaign, matrix, concurrency=(1, 4), num_prompts=
     """Write <root>/<host>/<campaign>/ for matrix [(tp, method, params)]; returns the stage dicts (the plan).
 
     faults: {stage id: ('failed', reason) | ('infeasible', reason) | ('never',) | ('incomplete', concurrency)}.
-    datasets: None for a workload without datasets (random prompts, temperature 0, as before issue 15), else names
+    datasets: None for a workload without datasets (random prompts, temperature 0, as before datasets), else names
     (each run with max_new_tokens output_len and num_prompts prompts); temperatures: the sweep (default [0]).
     server_bias: {stage id: factor} of the /server_info τ against the requests' (a disagreement to flag).
     legacy: the files a campaign collected before datasets holds (result-c<N>.json without the new keys).
@@ -266,7 +266,7 @@ def make_campaign(root, host, campaign, matrix, concurrency=(1, 4), num_prompts=
 
 
 def workload(input_len, output_len, num_prompts, entries, temperatures, legacy):
-    """A stage's workload as the plan writes it: today's keys, and the normalized datasets and sampling (issue 15)."""
+    """A stage's workload as the plan writes it: today's keys, and the normalized datasets and sampling."""
     values = {'input_len': input_len, 'output_len': output_len, 'num_prompts': num_prompts}
     if legacy:
         return values

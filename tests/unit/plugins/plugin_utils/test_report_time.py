@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, specdec.bench developers
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Issue 19, item 5: where the campaign's time went, per host. A synthetic campaign with known timings (timing.json,
+"""Where the campaign's time went, per host. A synthetic campaign with known timings (timing.json,
 each stage's status.json started, finished and timings), every figure of results.json's time_breakdown checked, the
 shares adding up to 100%, the tables of report.md and report.tex (compiled), and older results without timings."""
 import json
