@@ -5,7 +5,7 @@
 """Gathering of the GPU facts (nvidia-smi or NVML, /proc/PID/cgroup and specdec's supervisor), shared by gpu_facts and probe.
 
 Private to the specdec.bench collection. The I/O lives here; the parsing is in _nvidia_smi. Warnings go
-through module.warn and fatal errors through module.fail_json, as in a module's main.
+through module.warn; a fatal error raises GpuProbeError, which the calling module turns into its failure.
 """
 
 from __future__ import annotations
@@ -46,6 +46,15 @@ SMI_DIRS = ['/usr/local/nvidia/bin', '/usr/lib/wsl/lib']
 NO_DRIVER = {'version': None, 'cuda_version': None}
 # Where specdec.bench.service keeps the supervisor's services (hosts whose PID 1 is not systemd).
 SUPERVISOR_STATE_DIR = DEFAULT_STATE_DIR
+
+
+class GpuProbeError(Exception):
+    """The GPU facts cannot be gathered: msg and the other keys of the module's failed result (rc, stdout, ...)."""
+
+    def __init__(self, msg, **result):
+        super().__init__(msg)
+        self.msg = msg
+        self.result = result
 
 
 def read_proc_cgroup(pid):
@@ -123,12 +132,12 @@ def query_gpus(module, smi):
             try:
                 return parse_query_gpu(out, fields), dropped
             except ValueError as exc:
-                module.fail_json(msg='cannot parse nvidia-smi --query-gpu output: %s' % exc, rc=rc, stdout=out, stderr=err)
+                raise GpuProbeError('cannot parse nvidia-smi --query-gpu output: %s' % exc, rc=rc, stdout=out, stderr=err)
         field = bad_field(output)
         if field in REQUIRED_GPU_FIELDS:
-            module.fail_json(msg='nvidia-smi rejects the required field %s: %s' % (field, output.strip()), rc=rc, dropped_fields=dropped)
+            raise GpuProbeError('nvidia-smi rejects the required field %s: %s' % (field, output.strip()), rc=rc, dropped_fields=dropped)
         if field is not None and field not in fields:
-            module.fail_json(msg='nvidia-smi rejects the field %s, which was not asked for: %s' % (field, output.strip()), rc=rc, dropped_fields=dropped)
+            raise GpuProbeError('nvidia-smi rejects the field %s, which was not asked for: %s' % (field, output.strip()), rc=rc, dropped_fields=dropped)
         if field is not None:
             fields.remove(field)
             dropped.append(field)
@@ -136,9 +145,8 @@ def query_gpus(module, smi):
         if rc in NO_GPU_EXIT_CODES:
             module.warn('nvidia-smi has no usable GPU (exit code %d): %s' % (rc, output.strip()))
             return None, dropped
-        module.fail_json(msg='nvidia-smi --query-gpu failed with exit code %d: %s' % (rc, output.strip()), rc=rc, stdout=out, stderr=err)
-    module.fail_json(msg='nvidia-smi kept rejecting --query-gpu fields; dropped %s' % ', '.join(dropped), dropped_fields=dropped)
-    return None, dropped
+        raise GpuProbeError('nvidia-smi --query-gpu failed with exit code %d: %s' % (rc, output.strip()), rc=rc, stdout=out, stderr=err)
+    raise GpuProbeError('nvidia-smi kept rejecting --query-gpu fields; dropped %s' % ', '.join(dropped), dropped_fields=dropped)
 
 
 def query_apps(module, smi):
@@ -150,8 +158,7 @@ def query_apps(module, smi):
     try:
         return parse_compute_apps(out)
     except ValueError as exc:
-        module.fail_json(msg='cannot parse nvidia-smi --query-compute-apps output: %s' % exc, rc=rc, stdout=out, stderr=err)
-    return None
+        raise GpuProbeError('cannot parse nvidia-smi --query-compute-apps output: %s' % exc, rc=rc, stdout=out, stderr=err)
 
 
 def query_topology(module, smi):
@@ -162,8 +169,7 @@ def query_topology(module, smi):
     try:
         return parse_topo(out)
     except ValueError as exc:
-        module.fail_json(msg='cannot parse nvidia-smi topo -m output: %s' % exc, rc=rc, stdout=out, stderr=err)
-    return None
+        raise GpuProbeError('cannot parse nvidia-smi topo -m output: %s' % exc, rc=rc, stdout=out, stderr=err)
 
 
 def query_driver(module, smi, rows):
@@ -187,7 +193,7 @@ def read_nvml(module, nvml, required):
     try:
         driver, rows, apps, notes = nvml_snapshot(nvml)
     except nvml.NVMLError as exc:
-        module.fail_json(msg='NVML failed while reading GPUs: %s' % exc)
+        raise GpuProbeError('NVML failed while reading GPUs: %s' % exc)
     finally:
         nvml.nvmlShutdown()
     for note in notes:
@@ -205,7 +211,7 @@ def gather_gpu_facts(module, backend, topology, unexplained_tolerance_mib):
 
     nvml = load_nvml() if backend in ('auto', 'nvml') else None
     if backend == 'nvml' and nvml is None:
-        module.fail_json(msg='backend=nvml needs the pynvml module (pip package nvidia-ml-py) on the target Python')
+        raise GpuProbeError('backend=nvml needs the pynvml module (pip package nvidia-ml-py) on the target Python')
 
     used = None
     dropped = []

@@ -7,13 +7,15 @@
 Whatever the collection starts and stops (a stage's SGLang server, a training run, the monitor) goes through these
 functions, so every module reads the same state: running, exited (status 0), failed (with the exit status, the
 signal or why it could not start), inactive (defined, not started) or not-found. Standard library only, plus
-AnsibleModule's run_command for systemctl and journalctl.
+AnsibleModule's run_command for systemctl and journalctl. manage() is specdec.bench.service's engine (ARGUMENT_SPEC
+its options): it returns the module's result or raises StageError.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -22,6 +24,7 @@ from ansible_collections.specdec.bench.plugins.module_utils import _supervisor a
 from ansible_collections.specdec.bench.plugins.module_utils._common import atomic_write
 from ansible_collections.specdec.bench.plugins.module_utils._host_probe import format_cpu_list, parse_cpu_list
 from ansible_collections.specdec.bench.plugins.module_utils._systemd import env_file_text, parse_show, render_unit
+from ansible_collections.specdec.bench.plugins.module_utils._stage.errors import StageError
 
 BACKENDS = ('systemd', 'supervisor')
 SYSTEMD_PROPERTIES = 'Id,LoadState,ActiveState,SubState,MainPID,Result,ExecMainStatus,ExecMainCode,ActiveEnterTimestamp,InactiveEnterTimestamp'
@@ -173,7 +176,7 @@ def start(module, backend, name, state_dir=supervisor.DEFAULT_STATE_DIR, wait=10
         raise RuntimeError('%s is not defined (%s): nothing to start' % (
             name, 'no unit' if backend == 'systemd' else 'no %s' % os.path.join(folder(state_dir, name), supervisor.DEFINITION)))
     if backend == 'systemd':
-        rc, out, err = module.run_command([module.get_bin_path('systemctl', required=True), 'start', '--', name])
+        rc, out, err = module.run_command([systemctl(module), 'start', '--', name])
         if rc != 0:
             raise RuntimeError('systemctl start %s failed (rc %d): %s' % (name, rc, (err or out).strip()))
         return True, status(module, backend, name, state_dir)
@@ -208,7 +211,7 @@ def stop(module, backend, name, timeout, state_dir=supervisor.DEFAULT_STATE_DIR)
     if current['state'] != 'running':
         return False, current
     if backend == 'systemd':
-        rc, out, err = module.run_command([module.get_bin_path('systemctl', required=True), 'stop', '--', name])
+        rc, out, err = module.run_command([systemctl(module), 'stop', '--', name])
         if rc != 0:
             raise RuntimeError('systemctl stop %s failed (rc %d): %s' % (name, rc, (err or out).strip()))
     else:
@@ -272,6 +275,93 @@ def define_systemd(module, name, definition, unit_dir=DEFAULT_UNIT_DIR, staging_
 
 
 def daemon_reload(module):
-    rc, out, err = module.run_command([module.get_bin_path('systemctl', required=True), 'daemon-reload'])
+    rc, out, err = module.run_command([systemctl(module), 'daemon-reload'])
     if rc != 0:
         raise RuntimeError('systemctl daemon-reload failed (rc %d): %s' % (rc, (err or out).strip()))
+
+
+def systemctl(module):
+    """The path of systemctl; RuntimeError when this host has none."""
+    path = module.get_bin_path('systemctl')
+    if path is None:
+        raise RuntimeError('Failed to find required executable "systemctl" on the PATH')
+    return path
+
+
+# specdec.bench.service's options (plugins/modules/service.py)
+ARGUMENT_SPEC = dict(
+    name=dict(type='str', required=True),
+    backend=dict(type='str', required=True, choices=list(BACKENDS)),
+    state=dict(type='str', default='status', choices=['defined', 'started', 'stopped', 'absent', 'status']),
+    definition=dict(type='dict'),
+    state_dir=dict(type='path', default=supervisor.DEFAULT_STATE_DIR),
+    timeout=dict(type='int', default=60),
+    log_lines=dict(type='int', default=0),
+    unit_dir=dict(type='path', default=DEFAULT_UNIT_DIR),
+    staging_dir=dict(type='path', default=DEFAULT_STAGING_DIR),
+    secrets=dict(type='dict', no_log=False, options=dict(
+        path=dict(type='path', required=True),
+        env=dict(type='dict', default={}, no_log=True),
+        comment=dict(type='list', elements='str', default=[]))),
+)
+
+
+def manage(module, params):
+    """specdec.bench.service's work: the service brought to params['state']; the module's result, or StageError with
+    the result so far (changed) as evidence. module is the running AnsibleModule (run_command, get_bin_path, check mode)."""
+    p = params
+    name, backend, state, state_dir = p['name'], p['backend'], p['state'], p['state_dir']
+    if '/' in name or name in ('', '.', '..'):
+        raise StageError('name is %r; allowed: a unit name without "/"' % name)
+    if backend == 'systemd' and state == 'absent':
+        raise StageError('state=absent is for backend supervisor; a systemd unit is removed by its role')
+    if state == 'defined' and p['definition'] is None:
+        raise StageError('state=defined needs a definition')
+    if backend == 'systemd' and p['definition'] is not None and state not in ('defined', 'started'):
+        raise StageError('definition is for state defined or started')
+    result = dict(changed=False)
+    try:
+        if p['secrets'] and state in ('defined', 'started'):
+            # the environment file of secrets first: the definition names it in env_files
+            result['changed'] = write_env_file(p['secrets']['path'], p['secrets']['env'], p['secrets']['comment'],
+                                               module.check_mode)
+        if p['definition'] is not None and backend == 'systemd' and state in ('defined', 'started'):
+            # rendered, staged, verified, installed; systemd is reloaded before a start (a role's handler otherwise)
+            if define_systemd(module, name, p['definition'], p['unit_dir'], p['staging_dir']):
+                result['changed'] = True
+                if state == 'started' and not module.check_mode:
+                    daemon_reload(module)
+        elif p['definition'] is not None and backend == 'supervisor':
+            try:
+                definition = supervisor_definition(p['definition'], name)
+            except ValueError as exc:
+                raise StageError(str(exc))
+            if module.check_mode:
+                current = supervisor.read_json(os.path.join(state_dir, name, supervisor.DEFINITION))
+                result['changed'] = result['changed'] or current != definition
+            elif state in ('defined', 'started'):
+                result['changed'] = write_definition(os.path.join(state_dir, name), p['definition'], name) or result['changed']
+        current = status(module, backend, name, state_dir)
+        if state == 'started' and current['state'] != 'running':
+            if module.check_mode:
+                result['changed'] = True
+            else:
+                changed, current = start(module, backend, name, state_dir)
+                result['changed'] = result['changed'] or changed
+        elif state in ('stopped', 'absent') and current['state'] == 'running':
+            if module.check_mode:
+                result['changed'] = True
+            else:
+                changed, current = stop(module, backend, name, p['timeout'], state_dir)
+                result['changed'] = result['changed'] or changed
+        if state == 'absent' and os.path.isdir(os.path.join(state_dir, name)):
+            result['changed'] = True
+            if not module.check_mode:
+                shutil.rmtree(os.path.join(state_dir, name))
+                current = status(module, backend, name, state_dir)
+        result['service'] = current
+        if p['log_lines'] > 0:
+            result['log'], result['log_error'] = log(module, backend, name, p['log_lines'], state_dir)
+    except (RuntimeError, ValueError, OSError) as exc:
+        raise StageError('%s (%s): %s' % (name, backend, exc), result)
+    return result

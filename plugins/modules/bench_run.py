@@ -705,18 +705,24 @@ skipped:
 
 from ansible.module_utils.basic import AnsibleModule
 
-# the logic and the names tests use live in module_utils (specdec.bench.stage_run runs it as a step)
+# the engine and the names tests use live in module_utils (specdec.bench.stage_run runs it as a step)
+from ansible_collections.specdec.bench.plugins.module_utils._stage.errors import StageError
 from ansible_collections.specdec.bench.plugins.module_utils._stage.bench_run import (  # noqa: F401  pylint: disable=unused-import
     ARGUMENT_SPEC,
     MAX_REPEATS,
+    bench_run,
     call_timings,
-    run,
     warmup_seconds,
 )
 
 
 def main():
-    run(AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True))
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
+    try:
+        result = bench_run(module, module.params)
+    except StageError as exc:
+        module.fail_json(msg=exc.reason, **exc.evidence)
+    module.exit_json(**result)
 
 
 if __name__ == '__main__':

@@ -369,7 +369,7 @@ dropped_fields:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.specdec.bench.plugins.module_utils._gpu_probe import BACKENDS, GPU_OPTIONS, gather_gpu_facts
+from ansible_collections.specdec.bench.plugins.module_utils._gpu_probe import BACKENDS, GPU_OPTIONS, GpuProbeError, gather_gpu_facts
 
 
 def main():
@@ -377,7 +377,10 @@ def main():
         argument_spec=dict(GPU_OPTIONS, backend=dict(type='str', default='auto', choices=list(BACKENDS))),
         supports_check_mode=True,
     )
-    facts, extra = gather_gpu_facts(module, module.params['backend'], module.params['topology'], module.params['unexplained_tolerance_mib'])
+    try:
+        facts, extra = gather_gpu_facts(module, module.params['backend'], module.params['topology'], module.params['unexplained_tolerance_mib'])
+    except GpuProbeError as exc:
+        module.fail_json(msg=exc.msg, **exc.result)
     module.exit_json(changed=False, ansible_facts=facts, **extra)
 
 

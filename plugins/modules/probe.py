@@ -195,7 +195,7 @@ unmatched_patterns:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.specdec.bench.plugins.module_utils._gpu_probe import BACKENDS, GPU_OPTIONS, gather_gpu_facts
+from ansible_collections.specdec.bench.plugins.module_utils._gpu_probe import BACKENDS, GPU_OPTIONS, GpuProbeError, gather_gpu_facts
 from ansible_collections.specdec.bench.plugins.module_utils._host_probe import HOST_OPTIONS, gather_host_facts
 from ansible_collections.specdec.bench.plugins.module_utils._unit_probe import gather_unit_facts
 
@@ -219,7 +219,10 @@ def main():
     extra = {}
     parts = []
     if 'gpu' in params['gather']:
-        parts.append(gather_gpu_facts(module, params['gpu_backend'], params['topology'], params['unexplained_tolerance_mib']))
+        try:
+            parts.append(gather_gpu_facts(module, params['gpu_backend'], params['topology'], params['unexplained_tolerance_mib']))
+        except GpuProbeError as exc:
+            module.fail_json(msg=exc.msg, **exc.result)
     if 'units' in params['gather']:
         # No units asked for: nothing to run, and no warning about a host without systemd.
         parts.append(gather_unit_facts(module, params['units']) if params['units'] else

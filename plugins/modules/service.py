@@ -209,12 +209,18 @@ log_error:
 
 from ansible.module_utils.basic import AnsibleModule
 
-# the logic lives in module_utils (specdec.bench.stage_run runs it as a step)
-from ansible_collections.specdec.bench.plugins.module_utils._step_service import ARGUMENT_SPEC, run
+# the engine lives in module_utils (specdec.bench.stage_run runs it as a step)
+from ansible_collections.specdec.bench.plugins.module_utils._service import ARGUMENT_SPEC, manage
+from ansible_collections.specdec.bench.plugins.module_utils._stage.errors import StageError
 
 
 def main():
-    run(AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True))
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
+    try:
+        result = manage(module, module.params)
+    except StageError as exc:
+        module.fail_json(msg=exc.reason, **exc.evidence)
+    module.exit_json(**result)
 
 
 if __name__ == '__main__':

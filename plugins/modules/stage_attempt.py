@@ -87,7 +87,8 @@ kept:
 
 from ansible.module_utils.basic import AnsibleModule
 
-# the logic and the names tests and callers use live in module_utils (specdec.bench.stage_run runs it as a step)
+# the engine and the names tests and callers use live in module_utils (specdec.bench.stage_run runs it as a step)
+from ansible_collections.specdec.bench.plugins.module_utils._stage.errors import StageError
 from ansible_collections.specdec.bench.plugins.module_utils._stage.stage_attempt import (  # noqa: F401  pylint: disable=unused-import
     ARGUMENT_SPEC,
     PREFIX,
@@ -95,12 +96,17 @@ from ansible_collections.specdec.bench.plugins.module_utils._stage.stage_attempt
     kept_files,
     next_attempt,
     rotate,
-    run,
+    stage_attempt,
 )
 
 
 def main():
-    run(AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True))
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
+    try:
+        result = stage_attempt(module.params, module.check_mode)
+    except StageError as exc:
+        module.fail_json(msg=exc.reason, **exc.evidence)
+    module.exit_json(**result)
 
 
 if __name__ == '__main__':

@@ -133,15 +133,18 @@ warnings_seen:
 
 from ansible.module_utils.basic import AnsibleModule
 
-# the logic and the names tests use live in module_utils (specdec.bench.stage_run runs it as a step)
-from ansible_collections.specdec.bench.plugins.module_utils._stage.stage_record import (  # noqa: F401  pylint: disable=unused-import
-    ARGUMENT_SPEC,
-    run,
-)
+# the engine lives in module_utils (specdec.bench.stage_run runs it as a step)
+from ansible_collections.specdec.bench.plugins.module_utils._stage.errors import StageError
+from ansible_collections.specdec.bench.plugins.module_utils._stage.stage_record import ARGUMENT_SPEC, stage_record
 
 
 def main():
-    run(AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=False))
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=False)
+    try:
+        result = stage_record(module, module.params)
+    except StageError as exc:
+        module.fail_json(msg=exc.reason, **exc.evidence)
+    module.exit_json(**result)
 
 
 if __name__ == '__main__':

@@ -189,12 +189,18 @@ skipped:
 
 from ansible.module_utils.basic import AnsibleModule
 
-# the logic lives in module_utils, with the steps it runs
-from ansible_collections.specdec.bench.plugins.module_utils._stage.stage_run import ARGUMENT_SPEC, run
+# the engine lives in module_utils, with the steps it runs
+from ansible_collections.specdec.bench.plugins.module_utils._stage.errors import StageError
+from ansible_collections.specdec.bench.plugins.module_utils._stage.stage_run import ARGUMENT_SPEC, stage_run
 
 
 def main():
-    run(AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True))
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
+    try:
+        result = stage_run(module, module.params)
+    except StageError as exc:
+        module.fail_json(msg=exc.reason, **exc.evidence)
+    module.exit_json(**result)
 
 
 if __name__ == '__main__':

@@ -2,9 +2,10 @@
 # Copyright: (c) 2026, specdec.bench developers
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""specdec.bench.bench_run's logic: run one harness at one concurrency against an SGLang server, repeated.
+"""specdec.bench.bench_run's engine: run one harness at one concurrency against an SGLang server, repeated.
 
-run(module) takes an AnsibleModule or a _step.StepModule (specdec.bench.stage_run); ARGUMENT_SPEC is its options.
+bench_run(module, params) returns the module's result or raises StageError; module is the running AnsibleModule (its
+run_command, get_bin_path, warn and check mode); ARGUMENT_SPEC is its options.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import time
 
 from ansible_collections.specdec.bench.plugins.module_utils._common import ID_PATTERN, is_id
 from .builtin_driver import run_builtin
+from .errors import StageError
 from .builtin_harness import read_prompts
 from .harness import RESULT_KEYS, SCHEMA_VERSION, cell_summary
 from .harness_run import (
@@ -100,40 +102,40 @@ def call_timings(params, runs, first_raw):
     }
 
 
-def run(module):
-    """The module's work, ended by module.exit_json or module.fail_json."""
-    params = module.params
+def bench_run(module, params):
+    """The cell measured: the module's result; StageError on bad options or a run that did not complete (its evidence:
+    the result's other keys, the summary and the rows included)."""
     sized = ('max_new_tokens',) if params['prompts_file'] else ('num_prompts', 'input_len', 'output_len')
     for key in ('concurrency',) + sized:
         if params[key] is None:
-            module.fail_json(msg='%s is required %s' % (key, 'with prompts_file' if params['prompts_file'] else 'without prompts_file'))
+            raise StageError('%s is required %s' % (key, 'with prompts_file' if params['prompts_file'] else 'without prompts_file'))
         if params[key] < 1:
-            module.fail_json(msg='%s must be at least 1, got %d' % (key, params[key]))
+            raise StageError('%s must be at least 1, got %d' % (key, params[key]))
     if not 0 <= params['temperature'] < float('inf'):
-        module.fail_json(msg='temperature must be a number of 0 or more, got %s' % params['temperature'])
+        raise StageError('temperature must be a number of 0 or more, got %s' % params['temperature'])
     if not 0 < params['top_p'] <= 1:
-        module.fail_json(msg='top_p must be more than 0 and at most 1, got %s' % params['top_p'])
+        raise StageError('top_p must be more than 0 and at most 1, got %s' % params['top_p'])
     if params['top_k'] != -1 and params['top_k'] < 1:
-        module.fail_json(msg='top_k must be -1 or at least 1, got %d' % params['top_k'])
+        raise StageError('top_k must be -1 or at least 1, got %d' % params['top_k'])
     if params['dataset'] is not None and not is_id(params['dataset'].get('name')):
-        module.fail_json(msg='dataset.name must match %s, got %r' % (ID_PATTERN, params['dataset'].get('name')))
+        raise StageError('dataset.name must match %s, got %r' % (ID_PATTERN, params['dataset'].get('name')))
     if not 1 <= params['repeats'] <= MAX_REPEATS:
-        module.fail_json(msg='repeats must be an integer from 1 to %d, got %d' % (MAX_REPEATS, params['repeats']))
+        raise StageError('repeats must be an integer from 1 to %d, got %d' % (MAX_REPEATS, params['repeats']))
     if not MIN_INTERVAL_S <= params['telemetry_interval'] <= MAX_INTERVAL_S:
-        module.fail_json(msg='telemetry_interval must be %g to %g seconds, got %s'
+        raise StageError('telemetry_interval must be %g to %g seconds, got %s'
                          % (MIN_INTERVAL_S, MAX_INTERVAL_S, params['telemetry_interval']))
     if params['warmup_requests'] < 0:
-        module.fail_json(msg='warmup_requests must be at least 0')
+        raise StageError('warmup_requests must be at least 0')
     for key in ('request_timeout', 'request_deadline', 'run_deadline'):
         if params[key] is not None and not (0 < params[key] < float('inf')):
-            module.fail_json(msg='%s must be a positive number of seconds, got %s' % (key, params[key]))
+            raise StageError('%s must be a positive number of seconds, got %s' % (key, params[key]))
     rate = params['request_rate']
     if rate is not None and not rate > 0:
-        module.fail_json(msg='request_rate must be a positive number of requests per second or inf, got %s' % rate)
+        raise StageError('request_rate must be a positive number of requests per second or inf, got %s' % rate)
     if not params['base_url'].startswith(('http://', 'https://')):
-        module.fail_json(msg='base_url must be an http:// or https:// URL, got %s' % params['base_url'])
+        raise StageError('base_url must be an http:// or https:// URL, got %s' % params['base_url'])
     if module.check_mode:
-        module.exit_json(changed=False, skipped=True, msg='check mode: no request sent, no file written')
+        return dict(changed=False, skipped=True, msg='check mode: no request sent, no file written')
 
     started = time.monotonic()
     records, shape = None, None
@@ -141,7 +143,7 @@ def run(module):
         try:
             records = read_prompts(params['prompts_file'])
         except (OSError, ValueError) as exc:
-            module.fail_json(msg='cannot read the prompts file: %s' % exc)
+            raise StageError('cannot read the prompts file: %s' % exc)
         shape = prompts_shape(records, params['max_new_tokens'])
     if not os.path.isdir(params['output_dir']):
         os.makedirs(params['output_dir'])
@@ -191,7 +193,7 @@ def run(module):
                 error += ': %s' % row['errors'][0]
     changed = bool(measured)
     if error and params['fail_on_incomplete']:
-        module.fail_json(msg=error, changed=changed, result=summary, result_file=result_file, **extra)
+        raise StageError(error, dict(extra, changed=changed, result=summary, result_file=result_file))
     if error:
         module.warn(error)
-    module.exit_json(changed=changed, result=summary, result_file=result_file, **extra)
+    return dict(extra, changed=changed, result=summary, result_file=result_file)

@@ -30,6 +30,7 @@ import threading
 import time
 
 from ansible_collections.specdec.bench.plugins.module_utils._common import atomic_write, finite
+from .errors import StageError
 from .harness import from_sglang_client, parse_client_output, result_row
 from .harness_run import STOP_GRACE_S, EnergyMeter, telemetry_path, write_row
 
@@ -132,16 +133,19 @@ def run_sglang(module, params, limits, runs, workload, records=None):
     (read_prompts), None for random prompts. A repeat that does not complete ends the cell when fail_on_incomplete.
     Returns (the rows of the repeats run, in order; error or None; the command line of the first run)."""
     if records is not None and params.get('top_k', -1) != -1:
-        module.fail_json(msg='the sglang harness cannot send top_k (SGLang\'s client has no top-k option); got %d'
+        raise StageError('the sglang harness cannot send top_k (SGLang\'s client has no top-k option); got %d'
                          % params['top_k'])
     if records is not None and params['max_new_tokens'] < 4:
-        module.fail_json(msg='the sglang harness needs max_new_tokens of 4 or more (SGLang\'s client refuses less)')
+        raise StageError('the sglang harness needs max_new_tokens of 4 or more (SGLang\'s client refuses less)')
     python = params['python']
     if os.sep not in python:
-        python = module.get_bin_path(python, required=True)
+        found = module.get_bin_path(python)
+        if found is None:
+            raise StageError('Failed to find required executable "%s" on the PATH' % python)
+        python = found
     client = find_client(module, python)
     if client is None:
-        module.fail_json(msg='SGLang\'s benchmark client (%s) cannot be imported by %s' % (' or '.join(CLIENT_MODULES), python))
+        raise StageError('SGLang\'s benchmark client (%s) cannot be imported by %s' % (' or '.join(CLIENT_MODULES), python))
     rows, commands = [], []
     for position, (repeat, result_path, raw_path, log_path) in enumerate(runs):
         run_params = dict(params, warmup_requests=params['warmup_requests'] if position == 0 else 0)

@@ -2,9 +2,10 @@
 # Copyright: (c) 2026, specdec.bench developers
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""specdec.bench.sglang_ready's logic: wait until an SGLang server generates, or its service dies.
+"""specdec.bench.sglang_ready's engine: wait until an SGLang server generates, or its service dies.
 
-run(module) takes an AnsibleModule or a _step.StepModule (specdec.bench.stage_run); ARGUMENT_SPEC is its options.
+sglang_ready(module, params) returns the module's result or raises StageError; module is the running AnsibleModule (its
+run_command, get_bin_path, warn and check mode); ARGUMENT_SPEC is its options.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from .sglang_http import (
     request_json,
 )
 from ansible_collections.specdec.bench.plugins.module_utils import _service as service
+from .errors import StageError
 
 MAX_INTERVAL = 0.2
 C_LOCALE = dict(LANG='C', LC_ALL='C', LC_MESSAGES='C', LANGUAGE='C', SYSTEMD_PAGER='', SYSTEMD_COLORS='0')
@@ -68,23 +70,22 @@ def read_info(module, base, path, timeout):
         return None
 
 
-def run(module, tick=None):
-    """The module's work, ended by module.exit_json or module.fail_json.
+def sglang_ready(module, params, tick=None):
+    """The server ready: the module's result; StageError (with the unit's state and journal) when it is not.
 
     tick: called once per poll while waiting (specdec.bench.stage_run keeps its progress and checks its lease there);
     whatever it raises ends the wait."""
     started = time.monotonic()
-    params = module.params
     host = params['host']
     base = 'http://%s:%d' % ('[%s]' % host if ':' in host else host, params['port'])
     url = base + '/health_generate'
     if not 0 < params['interval'] <= MAX_INTERVAL:
-        module.fail_json(msg='interval must be above 0 and at most %s s, got %s' % (MAX_INTERVAL, params['interval']))
+        raise StageError('interval must be above 0 and at most %s s, got %s' % (MAX_INTERVAL, params['interval']))
     if params['unit_check_every'] < 1 or params['journal_lines'] < 0 or params['timeout'] < 0 or params['probe_timeout'] <= 0:
-        module.fail_json(msg='unit_check_every must be at least 1; journal_lines and timeout at least 0; probe_timeout above 0')
+        raise StageError('unit_check_every must be at least 1; journal_lines and timeout at least 0; probe_timeout above 0')
     if module.check_mode:
-        module.exit_json(changed=False, skipped=True, msg='check mode: the server was not polled', url=url, polls=0,
-                         last_status=None, unit_state=None)
+        return dict(changed=False, skipped=True, msg='check mode: the server was not polled', url=url, polls=0,
+                    last_status=None, unit_state=None)
 
     module.run_command_environ_update.update(C_LOCALE)
     unit = params['unit']
@@ -125,7 +126,7 @@ def run(module, tick=None):
 
     ready_seconds = time.monotonic() - started
     info_timeout = max(params['probe_timeout'], 30)
-    module.exit_json(
+    return dict(
         changed=False, url=url, polls=polls, last_status=status, unit_state=state, ready_seconds=round(ready_seconds, 4),
         model_info=read_info(module, base, '/model_info', info_timeout),
         server_info=read_info(module, base, '/server_info', info_timeout),
@@ -139,4 +140,4 @@ def fail(module, params, url, polls, status, state, msg):
                                                        params['state_dir'])
         if journal_error:
             result['journal_error'] = journal_error
-    module.fail_json(msg=msg, **result)
+    raise StageError(msg, result)

@@ -2,9 +2,9 @@
 # Copyright: (c) 2026, specdec.bench developers
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""specdec.bench.stage_attempt's logic: move the files of a stage's earlier attempt to attempt-<n>/.
+"""specdec.bench.stage_attempt's engine: move the files of a stage's earlier attempt to attempt-<n>/.
 
-run(module) takes an AnsibleModule or a _step.StepModule (specdec.bench.stage_run); ARGUMENT_SPEC is its options.
+stage_attempt(params, check_mode) returns the module's result or raises StageError; ARGUMENT_SPEC is its options.
 """
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ from __future__ import annotations
 import fnmatch
 import os
 import shutil
+
+from .errors import StageError
 
 PREFIX = 'attempt-'
 
@@ -70,15 +72,15 @@ def rotate(directory, mode, check_mode=False, keep=()):
     return target, files, kept
 
 
-def run(module):
-    """The module's work, ended by module.exit_json or module.fail_json."""
-    mode = module.params['mode']
+def stage_attempt(params, check_mode=False):
+    """The earlier attempt's files kept: {changed, attempt, files, kept}; StageError when they cannot be."""
+    mode = params['mode']
     try:
         mode = int(mode, 8) if isinstance(mode, str) else int(mode)
     except ValueError:
-        module.fail_json(msg='mode must be an octal mode such as 0750, got %r' % (module.params['mode'],))
+        raise StageError('mode must be an octal mode such as 0750, got %r' % (params['mode'],))
     try:
-        target, files, kept = rotate(module.params['dir'], mode, module.check_mode, module.params['keep'])
+        target, files, kept = rotate(params['dir'], mode, check_mode, params['keep'])
     except OSError as exc:
-        module.fail_json(msg='could not keep the earlier attempt of %s: %s' % (module.params['dir'], exc))
-    module.exit_json(changed=target is not None, attempt=target, files=files, kept=kept)
+        raise StageError('could not keep the earlier attempt of %s: %s' % (params['dir'], exc))
+    return dict(changed=target is not None, attempt=target, files=files, kept=kept)

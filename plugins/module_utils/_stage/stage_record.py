@@ -2,9 +2,10 @@
 # Copyright: (c) 2026, specdec.bench developers
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""specdec.bench.stage_record's logic: end a stage on its host, keeping its evidence and writing its status.
+"""specdec.bench.stage_record's engine: end a stage on its host, keeping its evidence and writing its status.
 
-run(module) takes an AnsibleModule or a _step.StepModule (specdec.bench.stage_run); ARGUMENT_SPEC is its options.
+stage_record(module, params) returns the module's result or raises StageError; module is the running AnsibleModule (its
+run_command, get_bin_path and warn); ARGUMENT_SPEC is its options. The only writer of a stage's status.json.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ import os
 from ansible_collections.specdec.bench.plugins.module_utils import _service as service
 from ansible_collections.specdec.bench.plugins.module_utils import _supervisor as supervisor
 from ansible_collections.specdec.bench.plugins.module_utils._common import RESULTS_LAYOUT, atomic_write, utc_stamp
-from ansible_collections.specdec.bench.plugins.module_utils._gpu_probe import gather_gpu_facts
+from ansible_collections.specdec.bench.plugins.module_utils._gpu_probe import GpuProbeError, gather_gpu_facts
+from .errors import StageError
 from .sglang_http import CONNECTION_ERRORS, HTTPStatusError, request_json
 
 
@@ -37,23 +39,22 @@ ARGUMENT_SPEC = dict(
 )
 
 
-def run(module):
-    """The module's work, ended by module.exit_json or module.fail_json."""
-    params = module.params
+def stage_record(module, params):
+    """The evidence kept, the server stopped, status.json written: the module's result; StageError on bad options."""
     status = dict(params['status'])
     if status.get('status') not in ('ok', 'failed'):
-        module.fail_json(msg='status.status must be ok or failed, got %r' % status.get('status'))
+        raise StageError('status.status must be ok or failed, got %r' % status.get('status'))
     if not os.path.isdir(params['dir']):
-        module.fail_json(msg='dir %s does not exist: the results_dir role makes it' % params['dir'])
+        raise StageError('dir %s does not exist: the results_dir role makes it' % params['dir'])
     for name in params['files'].values():
         if name is None:
             continue
         if '/' in name or name in ('', '.', '..'):
-            module.fail_json(msg='files must be file names, got %r' % name)
+            raise StageError('files must be file names, got %r' % name)
     try:
         mode = int(params['mode'], 8)
     except ValueError:
-        module.fail_json(msg='mode must be an octal string such as 0640, got %r' % params['mode'])
+        raise StageError('mode must be an octal string such as 0640, got %r' % params['mode'])
     files = dict((key, os.path.join(params['dir'], name)) for key, name in params['files'].items() if name)
     written, missing = {}, []
 
@@ -70,10 +71,15 @@ def run(module):
             written['server_info'] = files['server_info']
 
     if params['gpu_snapshot']:
-        facts, dummy = gather_gpu_facts(module, 'auto', False, 256)
-        gpus = {'nvidia_gpus': facts.get('nvidia_gpus', []), 'nvidia_driver': facts.get('nvidia_driver')}
-        atomic_write(files['gpus'], json.dumps(gpus, indent=4, sort_keys=True), mode)
-        written['gpus'] = files['gpus']
+        try:
+            facts, dummy = gather_gpu_facts(module, 'auto', False, 256)
+        except GpuProbeError as exc:
+            facts = None
+            missing.append('gpus: %s' % exc.msg)
+        if facts is not None:
+            gpus = {'nvidia_gpus': facts.get('nvidia_gpus', []), 'nvidia_driver': facts.get('nvidia_driver')}
+            atomic_write(files['gpus'], json.dumps(gpus, indent=4, sort_keys=True), mode)
+            written['gpus'] = files['gpus']
 
     backend, unit = params['backend'], params['unit']
     try:
@@ -120,4 +126,4 @@ def run(module):
     written['status'] = files['status']
     for text in missing:
         module.warn(text)
-    module.exit_json(changed=True, status=status, written=written, warnings_seen=missing)
+    return dict(changed=True, status=status, written=written, warnings_seen=missing)

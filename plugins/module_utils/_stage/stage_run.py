@@ -2,13 +2,14 @@
 # Copyright: (c) 2026, specdec.bench developers
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""specdec.bench.stage_run's logic: a whole stage on its host in one module call.
+"""specdec.bench.stage_run's engine: a whole stage on its host in one module call.
 
-The steps are the logic of the modules the bench_stage role ran one task each (stage_attempt, service, sglang_ready,
-bench_run for each run, stage_record), each run through _step.run_step, so a step's fail_json is a failure of the
-stage, recorded, never the end of the call. The outcome is the status the role's tasks wrote: the ok outcome's
-headline and timings, or the failure's reason and evidence {task, journal} naming the role task that failed. The
-record step always runs. Standard library only (the host's bare Python 3.9+).
+The steps are the engines of the modules stage_attempt, service, sglang_ready, bench_run (for each run) and
+stage_record, called as plain functions with their options validated by the module's ARGUMENT_SPEC; a step's
+StageError is a failure of the stage, recorded, never the end of the call. The outcome is the ok outcome's headline and
+timings, or the failure's reason and evidence {task, journal}. The record step always runs. stage_run(module, params)
+returns the module's result or raises StageError (bad options, a stage locked by another run, a record that could not
+be written). Standard library only (the host's bare Python 3.9+).
 """
 
 from __future__ import annotations
@@ -20,18 +21,21 @@ import os
 import select
 import threading
 import time
+import copy
 import traceback
 
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+from ansible.module_utils.errors import UnsupportedError
+
 from ansible_collections.specdec.bench.plugins.module_utils import _service as service
-from . import stage_attempt as _step_attempt
-from . import bench_run as _step_bench_run
-from . import sglang_ready as _step_ready
-from . import stage_record as _step_record
-from ansible_collections.specdec.bench.plugins.module_utils import _step_service
 from ansible_collections.specdec.bench.plugins.module_utils import _supervisor as supervisor
 from ansible_collections.specdec.bench.plugins.module_utils._common import atomic_write, utc_stamp
 from ansible_collections.specdec.bench.plugins.module_utils._lease import Lease, open_regular, renew
-from ansible_collections.specdec.bench.plugins.module_utils._step import run_step, validate
+from . import bench_run as _bench_run
+from . import sglang_ready as _sglang_ready
+from . import stage_attempt as _stage_attempt
+from . import stage_record as _stage_record
+from .errors import StageError
 
 # The names of the bench_stage role's tasks each step replaces: a failure's evidence.task, as the role recorded it.
 TASK_ATTEMPT = 'Keep the files of an earlier attempt'
@@ -70,22 +74,31 @@ ARGUMENT_SPEC = dict(
 )
 
 
-class StageStop(Exception):
-    """The stage ends as failed at a role task: its reason, the journal lines and traceback it has as evidence."""
-
-    def __init__(self, task, reason, journal=None, trace=None):
-        super().__init__(reason)
-        self.task = task
-        self.reason = reason
-        self.journal = list(journal or [])
-        self.trace = trace
+def stage_failure(task, reason, journal=None, trace=None):
+    """The stage's end as failed at a step: StageError with the evidence status.json keeps ({task, journal}, and the
+    traceback of an unexpected exception)."""
+    evidence = {'task': task, 'journal': list(journal or [])}
+    if trace:
+        evidence['traceback'] = trace
+    return StageError(reason, evidence)
 
 
 def check_lease(lease, task):
     """End the stage as failed at task when its lease ran out."""
     reason = lease.expired()
     if reason:
-        raise StageStop(task, reason)
+        raise stage_failure(task, reason)
+
+
+def validate(argument_spec, params):
+    """params checked against argument_spec (a step's module's options), defaults filled in; ValueError naming every
+    invalid option."""
+    validator = ArgumentSpecValidator(copy.deepcopy(argument_spec))
+    outcome = validator.validate(copy.deepcopy(params))
+    if outcome.error_messages:
+        raise ValueError('invalid options: %s' % '; '.join(
+            ('unsupported parameter %s' if isinstance(error, UnsupportedError) else '%s') % error for error in outcome.errors))
+    return outcome.validated_parameters
 
 
 class LeaseWatch:
@@ -279,23 +292,22 @@ def trace_tail():
     return traceback.format_exc().rstrip('\n').splitlines()[-TRACEBACK_LINES:]
 
 
-def check_params(module):
+def check_params(p):
     """The options checked before anything runs; (mode as int, the runs' validated bench_run options)."""
-    p = module.params
     if not 1 <= p['port'] <= 65535:
-        module.fail_json(msg='port must be 1 to 65535, got %d' % p['port'])
+        raise StageError('port must be 1 to 65535, got %d' % p['port'])
     for key in ('ready_timeout', 'lease_timeout'):
         if not 0 <= p[key] < float('inf'):
-            module.fail_json(msg='%s must be a number of seconds of 0 or more, got %s' % (key, p[key]))
+            raise StageError('%s must be a number of seconds of 0 or more, got %s' % (key, p[key]))
     for key in ('journal_lines', 'stop_timeout'):
         if p[key] < 0:
-            module.fail_json(msg='%s must be 0 or more, got %d' % (key, p[key]))
+            raise StageError('%s must be 0 or more, got %d' % (key, p[key]))
     if not isinstance(p['status'].get('stage'), str) or not p['status']['stage']:
-        module.fail_json(msg='status.stage must be the stage id (a string), got %r' % (p['status'].get('stage'),))
+        raise StageError('status.stage must be the stage id (a string), got %r' % (p['status'].get('stage'),))
     try:
         mode = int(p['mode'], 8)
     except ValueError:
-        module.fail_json(msg='mode must be an octal string such as 0640, got %r' % p['mode'])
+        raise StageError('mode must be an octal string such as 0640, got %r' % p['mode'])
     base_url = 'http://127.0.0.1:%d' % p['port']
     runs = []
     for number, run_args in enumerate(p['runs'], 1):
@@ -304,9 +316,9 @@ def check_params(module):
             if args.get(key) is None:
                 args[key] = value
         try:
-            runs.append(validate(_step_bench_run.ARGUMENT_SPEC, args))
+            runs.append(validate(_bench_run.ARGUMENT_SPEC, args))
         except ValueError as exc:
-            module.fail_json(msg='runs[%d] has %s (the options of specdec.bench.bench_run)' % (number - 1, exc))
+            raise StageError('runs[%d] has %s (the options of specdec.bench.bench_run)' % (number - 1, exc))
     return mode, runs
 
 
@@ -325,30 +337,31 @@ def ok_status(base, started, ready, results):
         })
 
 
-def failed_status(base, started, stop):
-    evidence = {'task': stop.task, 'journal': stop.journal}
-    if stop.trace:
-        evidence['traceback'] = stop.trace
-    return dict(base, status='failed', reason=stop.reason, started=started, headline=[], evidence=evidence)
+def failed_status(base, started, failure):
+    """The failed outcome: failure is the StageError of stage_failure."""
+    return dict(base, status='failed', reason=failure.reason, started=started, headline=[], evidence=dict(failure.evidence))
 
 
-def step(module, spec, params, logic, task):
-    """One step; its result, or StageStop at task with the step's message (and journal) when it failed."""
-    result, failed = run_step(module, spec, params, logic)
-    if failed:
-        raise StageStop(task, result.get('msg') or 'task failed', result.get('journal'))
-    return result
+def step(engine, spec, params, task):
+    """One step: engine(validated params); its result, or the stage's failure at task with the step's reason (and
+    journal) when it raised StageError."""
+    try:
+        return engine(validate(spec, params))
+    except StageError as exc:
+        if 'task' in exc.evidence:  # the stage's own failure (its lease, checked while the step waited)
+            raise
+        raise stage_failure(task, exc.reason or 'task failed', exc.evidence.get('journal'))
 
 
 def stop_server(module, p):
     """Stop the stage's server now (the lease ran out while a run measured); the record step stops it again."""
-    run_step(module, _step_service.ARGUMENT_SPEC, {'name': p['unit'], 'backend': p['backend'], 'state': 'stopped',
-                                                   'state_dir': p['state_dir']}, _step_service.run)
+    service.manage(module, validate(service.ARGUMENT_SPEC, {
+        'name': p['unit'], 'backend': p['backend'], 'state': 'stopped', 'state_dir': p['state_dir']}))
 
 
 def harness_runs(module, p, runs, lease, progress, out):
-    """Every run in order, each one even after an earlier one failed (as the role's loop did); StageStop when any
-    failed, with the first failure's message, or at once when the lease ran out (the server was stopped)."""
+    """Every run in order, each one even after an earlier one failed (as the role's loop did); the stage's failure
+    when any failed, with the first failure's message, or at once when the lease ran out (the server was stopped)."""
     failures = []
     for args in runs:
         check_lease(lease, TASK_RUNS)
@@ -357,13 +370,15 @@ def harness_runs(module, p, runs, lease, progress, out):
         trace = None
         with LeaseWatch(lease, lambda: stop_server(module, p)) as watch:
             try:
-                result, failed = run_step(module, _step_bench_run.ARGUMENT_SPEC, args, _step_bench_run.run)
+                result, failed = _bench_run.bench_run(module, args), False
+            except StageError as exc:
+                result, failed = dict(exc.evidence, failed=True, msg=exc.reason), True
             except Exception as exc:  # pylint: disable=broad-exception-caught  # a run's crash is that run's failure
                 trace = trace_tail()
                 result, failed = {'failed': True, 'msg': '%s: %s' % (type(exc).__name__, exc)}, True
         if watch.reason:
             out['runs'].append(result)
-            raise StageStop(TASK_RUNS, watch.reason)
+            raise stage_failure(TASK_RUNS, watch.reason)
         out['runs'].append(result)
         summary = result.get('result') or {}
         progress.add_run({
@@ -377,17 +392,18 @@ def harness_runs(module, p, runs, lease, progress, out):
         reason = '%s: %s' % (label, msg)
         if len(failures) > 1:
             reason = '%d of %d runs failed; the first, %s' % (len(failures), len(runs), reason)
-        raise StageStop(TASK_RUNS, reason, trace=trace)
+        raise stage_failure(TASK_RUNS, reason, trace=trace)
 
 
-def run(module):
-    """The module's work, ended by module.exit_json or module.fail_json."""
-    p = module.params
+def stage_run(module, params):
+    """The stage run and recorded: the module's result (its status ok or failed); StageError when nothing could start
+    (bad options, the stage locked by another run) or the record could not be written."""
+    p = params
     progress_file = p['progress_file'] or os.path.join(p['dir'], PROGRESS_FILE)
-    mode, runs = check_params(module)
+    mode, runs = check_params(p)
     if module.check_mode:
-        module.exit_json(changed=False, skipped=True, msg='check mode: nothing started', progress_file=progress_file,
-                         status=None, attempt=None, ready=None, runs=[], record=None)
+        return dict(changed=False, skipped=True, msg='check mode: nothing started', progress_file=progress_file,
+                    status=None, attempt=None, ready=None, runs=[], record=None)
 
     for path in (progress_file, p['lease_file']):
         make_parent(path)
@@ -396,15 +412,15 @@ def run(module):
         lock = hold_stage_lock(p['lease_file'] + '.lock' if p['lease_file'] else os.path.join(p['dir'], LOCK_FILE),
                                lock_wait_s(p['lease_timeout'], p['stop_timeout']))
     except RuntimeError as exc:
-        module.fail_json(msg='%s: %s; nothing was started or written' % (p['status']['stage'], exc), status=None,
-                         progress_file=progress_file)
+        raise StageError('%s: %s; nothing was started or written' % (p['status']['stage'], exc),
+                         dict(status=None, progress_file=progress_file))
     start = time.time()
     started = utc_stamp(start)
     if p['lease_file'] and os.path.islink(p['lease_file']):
         if lock is not None:
             lock.close()
-        module.fail_json(msg='%s: the lease file %s is a symbolic link; refused (remove it); nothing was started or written'
-                         % (p['status']['stage'], p['lease_file']), status=None, progress_file=progress_file)
+        raise StageError('%s: the lease file %s is a symbolic link; refused (remove it); nothing was started or written'
+                         % (p['status']['stage'], p['lease_file']), dict(status=None, progress_file=progress_file))
     if p['lease_file']:
         # this run's lease starts now, on this process's monotonic clock: a lease file an earlier run left is not this
         # controller's; the touch only shows when it began
@@ -417,13 +433,13 @@ def run(module):
     task = TASK_ATTEMPT
     try:
         check_lease(lease, task)
-        out['attempt'] = step(module, _step_attempt.ARGUMENT_SPEC, {'dir': p['dir'], 'keep': p['keep']}, _step_attempt.run, task)
+        out['attempt'] = step(_stage_attempt.stage_attempt, _stage_attempt.ARGUMENT_SPEC, {'dir': p['dir'], 'keep': p['keep']}, task)
         progress.write()
 
         task = TASK_START
         check_lease(lease, task)
-        step(module, _step_service.ARGUMENT_SPEC, {'name': p['unit'], 'backend': p['backend'], 'state': 'started',
-                                                   'state_dir': p['state_dir']}, _step_service.run, task)
+        step(lambda params: service.manage(module, params), service.ARGUMENT_SPEC,
+             {'name': p['unit'], 'backend': p['backend'], 'state': 'started', 'state_dir': p['state_dir']}, task)
         progress.write(phase='loading')
 
         task = TASK_READY
@@ -436,26 +452,28 @@ def run(module):
                 check_lease(lease, TASK_READY)
                 progress.write()
 
-        out['ready'] = step(module, _step_ready.ARGUMENT_SPEC, {
+        out['ready'] = step(lambda params: _sglang_ready.sglang_ready(module, params, tick=tick), _sglang_ready.ARGUMENT_SPEC, {
             'port': p['port'], 'unit': p['unit'], 'backend': p['backend'], 'state_dir': p['state_dir'],
-            'timeout': p['ready_timeout'], 'journal_lines': p['journal_lines']}, lambda m: _step_ready.run(m, tick=tick), task)
+            'timeout': p['ready_timeout'], 'journal_lines': p['journal_lines']}, task)
         progress.write(phase='running', ready_s=out['ready'].get('ready_seconds'))
 
         task = TASK_RUNS
         harness_runs(module, p, runs, lease, progress, out)
         status = ok_status(base, started, out['ready'], out['runs'])
-    except StageStop as stop:
-        status = failed_status(base, started, stop)
+    except StageError as failure:
+        status = failed_status(base, started, failure)
     except Exception as exc:  # pylint: disable=broad-exception-caught  # never raised: recorded as the step's failure
-        status = failed_status(base, started, StageStop(task, '%s: %s' % (type(exc).__name__, exc), trace=trace_tail()))
+        status = failed_status(base, started, stage_failure(task, '%s: %s' % (type(exc).__name__, exc), trace=trace_tail()))
 
     # always, as the role's always: keep the evidence, stop the server, write status.json
     progress.write(phase='recording', current=None)
     try:
-        record, failed = run_step(module, _step_record.ARGUMENT_SPEC, {
+        record, failed = _stage_record.stage_record(module, validate(_stage_record.ARGUMENT_SPEC, {
             'dir': p['dir'], 'unit': p['unit'], 'unit_dir': p['unit_dir'], 'backend': p['backend'], 'state_dir': p['state_dir'],
             'stop_timeout': p['stop_timeout'], 'base_url': 'http://127.0.0.1:%d' % p['port'], 'status': status,
-            'journal_lines': p['journal_lines'], 'mode': p['mode']}, _step_record.run)
+            'journal_lines': p['journal_lines'], 'mode': p['mode']})), False
+    except StageError as exc:
+        record, failed = dict(exc.evidence, msg=exc.reason, failed=True), True
     except Exception as exc:  # pylint: disable=broad-exception-caught
         record, failed = {'msg': '%s: %s' % (type(exc).__name__, exc), 'traceback': trace_tail()}, True
     guard.done()
@@ -463,7 +481,7 @@ def run(module):
         lock.close()  # releases the flock: the stage's folder is complete
     if failed:
         progress.write(phase='done', status='failed', reason='not recorded: %s' % record.get('msg'))
-        module.fail_json(msg='%s: the stage could not be recorded: %s' % (base['stage'], record.get('msg')), changed=True,
-                         status=status, record=record, progress_file=progress_file, **out)
+        raise StageError('%s: the stage could not be recorded: %s' % (base['stage'], record.get('msg')),
+                         dict(out, changed=True, status=status, record=record, progress_file=progress_file))
     progress.write(phase='done', status=record['status']['status'], reason=record['status'].get('reason'))
-    module.exit_json(changed=True, status=record['status'], record=record, progress_file=progress_file, **out)
+    return dict(out, changed=True, status=record['status'], record=record, progress_file=progress_file)

@@ -10,7 +10,7 @@ import stat
 
 import pytest
 
-from ansible_collections.specdec.bench.plugins.module_utils._stage import stage_attempt as _step_attempt
+from ansible_collections.specdec.bench.plugins.module_utils._stage import stage_attempt as _stage_attempt
 from ansible_collections.specdec.bench.plugins.modules import stage_attempt
 
 
@@ -67,7 +67,7 @@ def test_a_missing_or_empty_folder_is_no_change(run_module, tmp_path):
 
 def test_an_existing_attempt_folder_is_never_written_into(stage, monkeypatch):
     # another writer made attempt-2 between the listing and the mkdir
-    monkeypatch.setattr(_step_attempt, 'next_attempt', lambda names: 'attempt-1')
+    monkeypatch.setattr(_stage_attempt, 'next_attempt', lambda names: 'attempt-1')
     with pytest.raises(FileExistsError):
         stage_attempt.rotate(str(stage), 0o750)
     assert (stage / 'status.json').exists()
@@ -75,7 +75,7 @@ def test_an_existing_attempt_folder_is_never_written_into(stage, monkeypatch):
 
 
 def test_a_refused_move_fails_the_module(run_module, stage, monkeypatch):
-    monkeypatch.setattr(_step_attempt, 'next_attempt', lambda names: 'attempt-1')
+    monkeypatch.setattr(_stage_attempt, 'next_attempt', lambda names: 'attempt-1')
     result = run_module(stage_attempt, dict(dir=str(stage)))
     assert result['failed'] and 'attempt-1' in result['msg'] and (stage / 'status.json').exists()
 

@@ -18,7 +18,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.specdec.bench.plugins.module_utils import _service as service
 from ansible_collections.specdec.bench.plugins.module_utils._common import RESULTS_LAYOUT
-from ansible_collections.specdec.bench.plugins.module_utils._stage import stage_record as _step_record
+from ansible_collections.specdec.bench.plugins.module_utils._stage import stage_record as _stage_record
 from ansible_collections.specdec.bench.plugins.modules import stage_record
 
 UNIT = 'specdec-c-tp1-dflash-n16.service'
@@ -54,7 +54,7 @@ class Host:
 
         monkeypatch.setattr(AnsibleModule, 'run_command', run_command)
         monkeypatch.setattr(AnsibleModule, 'get_bin_path', lambda _m, arg, required=False, opt_dirs=None: '/usr/bin/' + arg)
-        monkeypatch.setattr(_step_record, 'gather_gpu_facts', gather)
+        monkeypatch.setattr(_stage_record, 'gather_gpu_facts', gather)
 
 
 @pytest.fixture(name="stage")
@@ -161,7 +161,7 @@ def test_bad_input_is_refused_before_anything_is_done(run_module, monkeypatch, s
 def test_under_the_supervisor_the_server_is_stopped_and_its_definition_and_log_kept(run_module, monkeypatch, stage):
     """No systemd: the stage's server runs under specdec's supervisor; its definition and log are the evidence."""
     import sys  # pylint: disable=import-outside-toplevel
-    monkeypatch.setattr(_step_record, 'gather_gpu_facts', lambda *a: ({'nvidia_gpus': []}, {}))
+    monkeypatch.setattr(_stage_record, 'gather_gpu_facts', lambda *a: ({'nvidia_gpus': []}, {}))
     services = stage / 'services'
     definition = {'argv': [sys.executable, '-c', 'import time; print("loading", flush=True); time.sleep(600)']}
     service.write_definition(str(services / UNIT), definition, UNIT)

@@ -22,10 +22,10 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.specdec.bench.plugins.module_utils import _service as service
 from ansible_collections.specdec.bench.plugins.module_utils._stage import stage_run as _stage_run
-from ansible_collections.specdec.bench.plugins.module_utils._stage import stage_attempt as _step_attempt
-from ansible_collections.specdec.bench.plugins.module_utils._stage import stage_record as _step_record
+from ansible_collections.specdec.bench.plugins.module_utils._stage import stage_attempt as _stage_attempt
+from ansible_collections.specdec.bench.plugins.module_utils._stage import stage_record as _stage_record
 from ansible_collections.specdec.bench.plugins.module_utils import _supervisor as supervisor
-from ansible_collections.specdec.bench.plugins.module_utils._step import StepModule, run_step
+from ansible_collections.specdec.bench.plugins.module_utils._stage.errors import StageError
 from ansible_collections.specdec.bench.plugins.modules import stage_run
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -103,7 +103,7 @@ def stage_fixture(tmp_path, monkeypatch):
     def gather(*_args):
         stage.snapshots.append(stage.state()['state'])
         return {'nvidia_gpus': [{'index': 1}], 'nvidia_driver': None}, {}
-    monkeypatch.setattr(_step_record, 'gather_gpu_facts', gather)
+    monkeypatch.setattr(_stage_record, 'gather_gpu_facts', gather)
     stage.phases = []
     write = _stage_run.atomic_write
 
@@ -354,7 +354,7 @@ def test_a_step_raises_nothing_out_of_the_module_and_records_the_failure(run_mod
 
     def broken(*_args, **_kwargs):
         raise ZeroDivisionError('division by zero')
-    monkeypatch.setattr(_step_attempt, 'rotate', broken)
+    monkeypatch.setattr(_stage_attempt, 'rotate', broken)
     result = run_module(stage_run, stage.args([stage.run(1)]))
     assert result['exit_code'] == 0
     status = stage.read('status.json')
@@ -363,20 +363,19 @@ def test_a_step_raises_nothing_out_of_the_module_and_records_the_failure(run_mod
     assert stage.state()['state'] == 'inactive'
 
 
-def test_run_step_validates_fills_defaults_and_returns_the_steps_end(stage):
-    module = type('Module', (), {'check_mode': False, 'warn': lambda self, text: None})()
+def test_a_step_is_called_with_validated_options_and_its_stage_error_is_the_stages_failure(stage):
     seen = {}
 
-    def logic(step):
-        seen.update(step.params)
-        assert isinstance(step, StepModule) and step.check_mode is False
-        step.warn('careful')
-        step.fail_json(msg='no', rc=3)
+    def engine(params):
+        seen.update(params)
+        raise StageError('no', {'journal': ['last line'], 'rc': 3})
 
-    result, failed = run_step(module, _step_attempt.ARGUMENT_SPEC, {'dir': str(stage.dir)}, logic)
-    assert failed and result == {'msg': 'no', 'rc': 3, 'failed': True, 'warnings': ['careful']}
+    with pytest.raises(StageError) as failure:
+        _stage_run.step(engine, _stage_attempt.ARGUMENT_SPEC, {'dir': str(stage.dir)}, _stage_run.TASK_ATTEMPT)
+    assert failure.value.reason == 'no' and failure.value.evidence == {'task': _stage_run.TASK_ATTEMPT, 'journal': ['last line']}
     assert seen == {'dir': str(stage.dir), 'mode': '0750', 'keep': []}
+    assert _stage_run.step(lambda params: {'ok': params['dir']}, _stage_attempt.ARGUMENT_SPEC, {'dir': '/x'}, 'x') == {'ok': '/x'}
     with pytest.raises(ValueError, match=r'invalid options: .*dir'):
-        run_step(module, _step_attempt.ARGUMENT_SPEC, {'keep': []}, logic)
+        _stage_run.step(engine, _stage_attempt.ARGUMENT_SPEC, {'keep': []}, 'x')
     with pytest.raises(ValueError, match='unsupported parameter bogus'):
-        run_step(module, _step_attempt.ARGUMENT_SPEC, {'dir': '/x', 'bogus': 1}, logic)
+        _stage_run.step(engine, _stage_attempt.ARGUMENT_SPEC, {'dir': '/x', 'bogus': 1}, 'x')
