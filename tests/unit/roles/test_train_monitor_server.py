@@ -25,6 +25,7 @@ import time
 import pytest
 
 from ansible_collections.specdec.bench.plugins.modules import train_monitor_install
+from testhelpers import free_port, wait_until  # pylint: disable=import-error
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 FILES = os.path.join(REPO, 'roles', 'train_monitor', 'files')
@@ -36,12 +37,6 @@ BURST_BYTES = 50 * 1024 * 1024
 READ_BOUND_BYTES = 2 * 1024 * 1024
 SECURITY_HEADERS = ('Content-Security-Policy', 'X-Content-Type-Options', 'Referrer-Policy', 'X-Frame-Options',
                     'Cache-Control')
-
-
-def free_port():
-    with socket.socket() as probe:
-        probe.bind(('127.0.0.1', 0))
-        return probe.getsockname()[1]
 
 
 class Service:
@@ -125,16 +120,6 @@ def monitor_service(tmp_path):
     service.stop()
 
 
-def wait_until(condition, message):
-    deadline = time.monotonic() + DEADLINE
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(message)
-
-
 def status_when(service, key, expected):
     """The status when its key holds the expected value (or, for a dict, those items), else None."""
     status = service.status()
@@ -155,12 +140,12 @@ def test_status(service):
 
 def test_status_follows_the_log_and_the_unit(service):
     service.write('\r 30%|###  | 30/100 [00:30<01:10, 1.00it/s, loss=2.9]')
-    wait_until(lambda: service.status()['progress']['step'] == 30, 'the unfinished bar is not read')
+    wait_until(lambda: service.status()['progress']['step'] == 30, 'step 30 (the unfinished bar not read)', timeout=DEADLINE)
     service.write('\r 40%|#### | 40/100 [00:40<01:00, 1.00it/s, loss=2.8]\r\nTraceback (most recent call last):\n'
                   'torch.OutOfMemoryError: CUDA out of memory\n')
     service.set_unit(ActiveState='failed', SubState='failed', Result='exit-code', ExecMainStatus='1',
                      ExecMainStartTimestamp='Wed 2026-12-02 10:00:00 UTC')
-    status = wait_until(lambda: status_when(service, 'state', 'failed'), 'no failed state')
+    status = wait_until(lambda: status_when(service, 'state', 'failed'), 'the failed state', timeout=DEADLINE)
     assert status['progress']['step'] == 40 and status['loss'] == 2.8
     assert status['last_error'] == 'torch.OutOfMemoryError: CUDA out of memory'
     assert status['unit_state']['exit_status'] == 1
@@ -169,7 +154,7 @@ def test_status_follows_the_log_and_the_unit(service):
 def test_a_truncated_log_is_read_again(service):
     service.status()
     service.write('{"step": 3, "total_steps": 50}\n', mode='w')
-    status = wait_until(lambda: status_when(service, 'progress', {'total': 50}), 'not reread')
+    status = wait_until(lambda: status_when(service, 'progress', {'total': 50}), 'the log reread', timeout=DEADLINE)
     assert status['lines'] == ['{"step": 3, "total_steps": 50}']
 
 

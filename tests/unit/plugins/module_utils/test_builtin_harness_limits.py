@@ -21,6 +21,7 @@ from ansible_collections.specdec.bench.plugins.module_utils._stage.sglang_http i
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import scripted_sglang as scripted  # noqa: E402  pylint: disable=wrong-import-position
+from testhelpers import wait_until  # noqa: E402  pylint: disable=wrong-import-position,import-error
 
 WAIT_S = scripted.DEADLINE_S
 
@@ -36,13 +37,6 @@ class SkewedClock:
 
     def jump(self, seconds):
         self.skew += seconds
-
-
-def wait_for(predicate, what):
-    deadline = time.monotonic() + WAIT_S
-    while not predicate():
-        assert time.monotonic() < deadline, 'timed out waiting for ' + what
-        time.sleep(0.01)
 
 
 @pytest.fixture
@@ -109,7 +103,7 @@ def test_a_request_due_after_the_run_deadline_is_not_waited_for(server):
     clock = SkewedClock()
     emu = server(scripted.good)
     load = builtin.LoadRun(emu.base_url, [body(), body()], [0.0, 3600.0], 1, 10.0, clock=clock, run_deadline=60.0).start()
-    wait_for(lambda: load.records, 'the first request')
+    wait_until(lambda: load.records, 'the first request', timeout=WAIT_S)
     clock.jump(120.0)  # the second request's arrival is an hour away: the run's deadline comes first
     assert load.wait(WAIT_S)
     records = sorted(load.records, key=lambda record: record['index'])

@@ -22,6 +22,7 @@ from ansible_collections.specdec.bench.plugins.module_utils import _telemetry as
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from test_nvml import FakeLib  # noqa: E402  pylint: disable=wrong-import-position
+from testhelpers import wait_until  # noqa: E402  pylint: disable=wrong-import-position,import-error
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CAPTURE = os.path.join(HERE, '..', '..', '..', 'fixtures', 'nvidia-smi', 'h200-power')
@@ -208,14 +209,6 @@ def test_constructor_checks_its_arguments():
 
 
 # --- the Telemetry class through each backend
-
-
-def wait_until(condition, what, timeout_s=10.0):
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError('timed out waiting for ' + what)
-        time.sleep(0.01)
 
 
 def run_window(telemetry, samples_per_gpu=4):
