@@ -54,7 +54,8 @@ def test_no_tracker_numbers_outside_the_changelogs():
 
 
 def test_the_pattern_finds_the_forms_in_use():
-    for text in ('(issue 19)', 'Issue 29: a name', 'issues 15', 'issue #7', 'issue21'):
-        assert TRACKER_NUMBER.search(text), text
+    # written in two parts, so that this file holds none of them
+    for word, number in (('(issue', ' 19)'), ('Issue', ' 29: a name'), ('issues', ' 15'), ('issue', ' #7'), ('issue', '21')):
+        assert TRACKER_NUMBER.search(word + number), word + number
     for text in ('an issue with 3 GPUs', 'tissue', 'the issues'):
         assert not TRACKER_NUMBER.search(text), text
