@@ -20,7 +20,8 @@ description:
     definition, the journal excerpt, and C(status.json)."
   - The same files and the same C(status.json) as those tasks wrote. An ok stage gets C(headline) (per run, the means
     over its repeats) and C(timings) (C(ready_s), C(harness_s), C(warmup_s), C(measure_s), C(idle_s)).
-    A failed stage gets C(reason) and C(evidence) (C(task), the name of the role task that failed then, C(journal)).
+    A failed stage gets C(reason) and C(evidence) (C(step), the module whose engine failed, one of V(stage_attempt),
+    V(service), V(sglang_ready) or V(bench_run); C(journal)).
     A step that raises (a bug, not a failure it reports) is a failure of that step with its message and the tail of
     its traceback in C(evidence.traceback). Nothing is raised out of the module; the record step always runs.
   - Every run is run, also after an earlier one failed (as the role's loop ran every item); the reason is then the

@@ -25,7 +25,6 @@ A100_DATASETS = {"demo-math500": (2, 2), "random": (NUM_PROMPTS, NUM_PROMPTS)}
 CT200_RUNS = [(dataset, 0, c) for dataset, c in itertools.product(CT200_DATASETS, CONCURRENCY)]
 A100_RUNS = [(dataset, 0, c) for dataset, c in itertools.product(A100_DATASETS, CONCURRENCY)]
 PROMPTS_DIR = "/var/lib/specdec/datasets"
-HARNESS_TASK = "Run the harness for each prompt set, temperature and concurrency"
 CT200_STAGES = [f"tp{tp}-{method}" for tp in (1, 4, 8)
                 for method in ("autoregressive", "dflash-n16", "ddtree-b32-k4", "ddtree-b64-k4")]
 A100_RUN = [f"tp{tp}-{method}" for tp in (2, 4) for method in ("autoregressive", "dflash-n16")]
@@ -166,11 +165,12 @@ def test_both_hosts_left_as_they_were(ct200, a100):
         assert host.check_output("ls -A /var/lib/specdec/conflicts 2>/dev/null || true") == ""
 
 
+# the step of specdec.bench.stage_run each stage failed at (evidence.step, the module whose engine failed)
 FAULTS = {
-    "tp8-fail-start": "Wait until the server answers /health_generate",
-    "tp8-renamed-flag": "Wait until the server answers /health_generate",
-    "tp8-crash": HARNESS_TASK,
-    "tp8-never-ready": "Wait until the server answers /health_generate",
+    "tp8-fail-start": "sglang_ready",
+    "tp8-renamed-flag": "sglang_ready",
+    "tp8-crash": "bench_run",
+    "tp8-never-ready": "sglang_ready",
 }
 
 
@@ -178,7 +178,7 @@ FAULTS = {
 def test_a_faulty_server_ends_failed_with_its_evidence(ct200, stage):
     st = status(ct200, "faults", stage)
     assert st["status"] == "failed" and st["reason"], st
-    assert st["evidence"]["task"] == FAULTS[stage]
+    assert st["evidence"]["step"] == FAULTS[stage]
     assert set(st["evidence"]["unit_state"]) >= {"state", "exit_code", "signal", "backend"}
     journal = ct200.file(f"{RESULTS}/faults/{stage}/journal.txt").content_string
     assert f"specdec-faults-{stage}" in journal
@@ -227,11 +227,10 @@ def test_the_preflight_refuses_that_stage_before_anything_changes(ct200):
     assert not ct200.file("/var/lib/specdec/campaign.lock").exists
 
 
-@pytest.mark.parametrize("stage, task", [("tp2-fail-start", "Wait until the server answers /health_generate"),
-                                         ("tp2-crash", HARNESS_TASK)])
-def test_without_systemd_a_faulty_server_ends_failed_with_its_log(a100, stage, task):
+@pytest.mark.parametrize("stage, step", [("tp2-fail-start", "sglang_ready"), ("tp2-crash", "bench_run")])
+def test_without_systemd_a_faulty_server_ends_failed_with_its_log(a100, stage, step):
     st = status(a100, "faults", stage)
-    assert st["status"] == "failed" and st["evidence"]["task"] == task, st
+    assert st["status"] == "failed" and st["evidence"]["step"] == step, st
     assert st["evidence"]["unit_state"]["backend"] == "supervisor"
     journal = a100.file(f"{RESULTS}/faults/{stage}/journal.txt").content_string
     assert f"specdec supervisor: starting specdec-faults-{stage}.service" in journal

@@ -7,7 +7,7 @@
 The steps are the engines of the modules stage_attempt, service, sglang_ready, bench_run (for each run) and
 stage_record, called as plain functions with their options validated by the module's ARGUMENT_SPEC; a step's
 StageError is a failure of the stage, recorded, never the end of the call. The outcome is the ok outcome's headline and
-timings, or the failure's reason and evidence {task, journal}. The record step always runs. stage_run(module, params)
+timings, or the failure's reason and evidence {step, journal}, step naming the module whose engine failed. The record step always runs. stage_run(module, params)
 returns the module's result or raises StageError (bad options, a stage locked by another run, a record that could not
 be written). Standard library only (the host's bare Python 3.9+).
 """
@@ -37,11 +37,11 @@ from . import stage_attempt as _stage_attempt
 from . import stage_record as _stage_record
 from .errors import StageError
 
-# The names of the bench_stage role's tasks each step replaces: a failure's evidence.task, as the role recorded it.
-TASK_ATTEMPT = 'Keep the files of an earlier attempt'
-TASK_START = "Start the stage's server"
-TASK_READY = 'Wait until the server answers /health_generate'
-TASK_RUNS = 'Run the harness for each prompt set, temperature and concurrency'
+# The steps, each named for the module whose engine it calls: a failure's evidence.step.
+STEP_ATTEMPT = 'stage_attempt'
+STEP_START = 'service'
+STEP_READY = 'sglang_ready'
+STEP_RUNS = 'bench_run'
 # What status.json's headline keeps of each run's summary (bench_run's result), in the summary's order.
 HEADLINE_KEYS = ('dataset', 'temperature', 'concurrency', 'output_throughput', 'accept_length', 'output_tokens_per_j', 'repeats')
 PROGRESS_FILE = 'progress.json'
@@ -74,20 +74,20 @@ ARGUMENT_SPEC = dict(
 )
 
 
-def stage_failure(task, reason, journal=None, trace=None):
-    """The stage's end as failed at a step: StageError with the evidence status.json keeps ({task, journal}, and the
+def stage_failure(step_name, reason, journal=None, trace=None):
+    """The stage's end as failed at a step: StageError with the evidence status.json keeps ({step, journal}, and the
     traceback of an unexpected exception)."""
-    evidence = {'task': task, 'journal': list(journal or [])}
+    evidence = {'step': step_name, 'journal': list(journal or [])}
     if trace:
         evidence['traceback'] = trace
     return StageError(reason, evidence)
 
 
-def check_lease(lease, task):
-    """End the stage as failed at task when its lease ran out."""
+def check_lease(lease, step_name):
+    """End the stage as failed at the step when its lease ran out."""
     reason = lease.expired()
     if reason:
-        raise stage_failure(task, reason)
+        raise stage_failure(step_name, reason)
 
 
 def validate(argument_spec, params):
@@ -323,7 +323,7 @@ def check_params(p):
 
 
 def ok_status(base, started, ready, results):
-    """The ok outcome, as the role's "Note the stage's outcome" task made it."""
+    """The ok outcome: its headline and timings."""
     warmups = [result.get('warmup_s') for result in results]
     return dict(
         base, status='ok', reason=None, started=started,
@@ -342,15 +342,15 @@ def failed_status(base, started, failure):
     return dict(base, status='failed', reason=failure.reason, started=started, headline=[], evidence=dict(failure.evidence))
 
 
-def step(engine, spec, params, task):
-    """One step: engine(validated params); its result, or the stage's failure at task with the step's reason (and
+def step(engine, spec, params, step_name):
+    """One step: engine(validated params); its result, or the stage's failure at step_name with the step's reason (and
     journal) when it raised StageError."""
     try:
         return engine(validate(spec, params))
     except StageError as exc:
-        if 'task' in exc.evidence:  # the stage's own failure (its lease, checked while the step waited)
+        if 'step' in exc.evidence:  # the stage's own failure (its lease, checked while the step waited)
             raise
-        raise stage_failure(task, exc.reason or 'task failed', exc.evidence.get('journal'))
+        raise stage_failure(step_name, exc.reason or 'step failed', exc.evidence.get('journal'))
 
 
 def stop_server(module, p):
@@ -364,7 +364,7 @@ def harness_runs(module, p, runs, lease, progress, out):
     when any failed, with the first failure's message, or at once when the lease ran out (the server was stopped)."""
     failures = []
     for args in runs:
-        check_lease(lease, TASK_RUNS)
+        check_lease(lease, STEP_RUNS)
         label = run_label(args)
         progress.write(current=label)
         trace = None
@@ -378,7 +378,7 @@ def harness_runs(module, p, runs, lease, progress, out):
                 result, failed = {'failed': True, 'msg': '%s: %s' % (type(exc).__name__, exc)}, True
         if watch.reason:
             out['runs'].append(result)
-            raise stage_failure(TASK_RUNS, watch.reason)
+            raise stage_failure(STEP_RUNS, watch.reason)
         out['runs'].append(result)
         summary = result.get('result') or {}
         progress.add_run({
@@ -392,7 +392,7 @@ def harness_runs(module, p, runs, lease, progress, out):
         reason = '%s: %s' % (label, msg)
         if len(failures) > 1:
             reason = '%d of %d runs failed; the first, %s' % (len(failures), len(runs), reason)
-        raise stage_failure(TASK_RUNS, reason, trace=trace)
+        raise stage_failure(STEP_RUNS, reason, trace=trace)
 
 
 def stage_run(module, params):
@@ -430,40 +430,40 @@ def stage_run(module, params):
     guard = ServerGuard(lambda: service.stop(module, p['backend'], p['unit'], p['stop_timeout'], p['state_dir']))
     progress = Progress(module, progress_file, mode, base['stage'], len(runs), round(start, 3))
     out = {'attempt': None, 'ready': None, 'runs': []}
-    task = TASK_ATTEMPT
+    at_step = STEP_ATTEMPT
     try:
-        check_lease(lease, task)
-        out['attempt'] = step(_stage_attempt.stage_attempt, _stage_attempt.ARGUMENT_SPEC, {'dir': p['dir'], 'keep': p['keep']}, task)
+        check_lease(lease, at_step)
+        out['attempt'] = step(_stage_attempt.stage_attempt, _stage_attempt.ARGUMENT_SPEC, {'dir': p['dir'], 'keep': p['keep']}, at_step)
         progress.write()
 
-        task = TASK_START
-        check_lease(lease, task)
+        at_step = STEP_START
+        check_lease(lease, at_step)
         step(lambda params: service.manage(module, params), service.ARGUMENT_SPEC,
-             {'name': p['unit'], 'backend': p['backend'], 'state': 'started', 'state_dir': p['state_dir']}, task)
+             {'name': p['unit'], 'backend': p['backend'], 'state': 'started', 'state_dir': p['state_dir']}, at_step)
         progress.write(phase='loading')
 
-        task = TASK_READY
-        check_lease(lease, task)
+        at_step = STEP_READY
+        check_lease(lease, at_step)
         last = [time.monotonic()]
 
         def tick():
             if time.monotonic() - last[0] >= TICK_S:
                 last[0] = time.monotonic()
-                check_lease(lease, TASK_READY)
+                check_lease(lease, STEP_READY)
                 progress.write()
 
         out['ready'] = step(lambda params: _sglang_ready.sglang_ready(module, params, tick=tick), _sglang_ready.ARGUMENT_SPEC, {
             'port': p['port'], 'unit': p['unit'], 'backend': p['backend'], 'state_dir': p['state_dir'],
-            'timeout': p['ready_timeout'], 'journal_lines': p['journal_lines']}, task)
+            'timeout': p['ready_timeout'], 'journal_lines': p['journal_lines']}, at_step)
         progress.write(phase='running', ready_s=out['ready'].get('ready_seconds'))
 
-        task = TASK_RUNS
+        at_step = STEP_RUNS
         harness_runs(module, p, runs, lease, progress, out)
         status = ok_status(base, started, out['ready'], out['runs'])
     except StageError as failure:
         status = failed_status(base, started, failure)
     except Exception as exc:  # pylint: disable=broad-exception-caught  # never raised: recorded as the step's failure
-        status = failed_status(base, started, stage_failure(task, '%s: %s' % (type(exc).__name__, exc), trace=trace_tail()))
+        status = failed_status(base, started, stage_failure(at_step, '%s: %s' % (type(exc).__name__, exc), trace=trace_tail()))
 
     # always, as the role's always: keep the evidence, stop the server, write status.json
     progress.write(phase='recording', current=None)

@@ -96,13 +96,13 @@ def test_an_ok_stage_keeps_server_info_and_gpus_before_the_stop_and_writes_its_s
 
 def test_a_failed_stage_gets_the_unit_state_and_journal_as_evidence(run_module, monkeypatch, stage):
     Host(monkeypatch, journal=(0, 'Traceback\nCUDA out of memory\n', ''), running=False)
-    status = {'stage': 's', 'status': 'failed', 'reason': 'the unit died', 'evidence': {'task': 'Wait', 'journal': []}}
+    status = {'stage': 's', 'status': 'failed', 'reason': 'the unit died', 'evidence': {'step': 'sglang_ready', 'journal': []}}
     result = run_module(stage_record, args(stage, status, gpu_snapshot=False))
     evidence = json.loads(read(stage, 'status.json'))['evidence']
     assert result['exit_code'] == 0
     assert evidence['unit_state']['state'] == 'failed' and evidence['unit_state']['exit_code'] == 1
     assert evidence['unit_state']['result'] == 'exit-code' and evidence['unit_state']['backend'] == 'systemd'
-    assert evidence['task'] == 'Wait' and evidence['journal'] == ['Traceback', 'CUDA out of memory']
+    assert evidence['step'] == 'sglang_ready' and evidence['journal'] == ['Traceback', 'CUDA out of memory']
     assert not (stage / 'stage' / 'gpus.json').exists() and not (stage / 'stage' / 'server_info.json').exists()
 
 

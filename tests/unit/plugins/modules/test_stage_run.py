@@ -149,14 +149,14 @@ def test_a_good_stage_is_recorded_ok_with_the_roles_status_and_its_progress(run_
     assert result['progress_file'] == str(stage.dir / 'progress.json')
 
 
-def test_a_server_that_exits_at_start_fails_at_the_readiness_task_with_its_journal(run_module, stage):
+def test_a_server_that_exits_at_start_fails_at_the_readiness_step_with_its_journal(run_module, stage):
     stage.define(fault='fail_start')
     before = time.monotonic()
     result = run_module(stage_run, stage.args([stage.run(1)]))
     assert result['exit_code'] == 0 and time.monotonic() - before < 20
     status = stage.read('status.json')
     assert set(status) == FAILED_KEYS and status['status'] == 'failed' and status['headline'] == []
-    assert status['evidence']['task'] == _stage_run.TASK_READY == 'Wait until the server answers /health_generate'
+    assert status['evidence']['step'] == _stage_run.STEP_READY == 'sglang_ready'
     assert 'before it was ready' in status['reason'] and '%s is failed (exit status 1' % UNIT in status['reason']
     assert any('out of memory' in line.lower() for line in status['evidence']['journal']), status['evidence']
     assert status['evidence']['unit_state']['state'] == 'failed'
@@ -166,13 +166,13 @@ def test_a_server_that_exits_at_start_fails_at_the_readiness_task_with_its_journ
     assert any('server_info' in text for text in result['warning_texts']), result['warning_texts']
 
 
-def test_a_harness_failure_fails_at_the_harness_task_runs_the_rest_and_stops_the_server(run_module, stage):
+def test_a_harness_failure_fails_at_the_harness_step_runs_the_rest_and_stops_the_server(run_module, stage):
     stage.define()
     missing = str(stage.tmp / 'no-such-prompts.jsonl')
     result = run_module(stage_run, stage.args([stage.run(1, prompts_file=missing, max_new_tokens=8), stage.run(2)]))
     assert result['exit_code'] == 0, result
     status = stage.read('status.json')
-    assert status['status'] == 'failed' and status['evidence']['task'] == _stage_run.TASK_RUNS
+    assert status['status'] == 'failed' and status['evidence']['step'] == _stage_run.STEP_RUNS
     assert status['reason'].startswith('random t0 c1: cannot read the prompts file') and missing in status['reason']
     assert [run.get('failed', False) for run in result['runs']] == [True, False]  # every run ran, as the role's loop
     assert status['evidence']['unit_state']['state'] == 'running' and stage.state()['state'] != 'running'
@@ -205,7 +205,7 @@ def test_a_lease_gone_stale_while_the_server_loads_stops_the_stage(run_module, s
     assert result['exit_code'] == 0 and time.monotonic() - before < 20
     status = stage.read('status.json')
     assert status['status'] == 'failed' and LEASE_REASON.match(status['reason']), status['reason']
-    assert status['evidence']['task'] == _stage_run.TASK_READY
+    assert status['evidence']['step'] == _stage_run.STEP_READY
     assert status['evidence']['unit_state']['state'] == 'running' and stage.state()['state'] != 'running'
     assert stage.read('progress.json')['phase'] == 'done' and 'loading' in stage.phases
 
@@ -280,7 +280,7 @@ def test_a_lease_gone_stale_while_a_run_measures_stops_the_server_at_once(run_mo
     assert result['exit_code'] == 0 and time.monotonic() - before < 20
     status = stage.read('status.json')
     assert status['status'] == 'failed' and LEASE_REASON.match(status['reason']), status['reason']
-    assert status['evidence']['task'] == _stage_run.TASK_RUNS and stage.state()['state'] != 'running'
+    assert status['evidence']['step'] == _stage_run.STEP_RUNS and stage.state()['state'] != 'running'
     # the lease's folder was made; its lock is released (a rerun of the stage may start at once)
     assert lease.parent.is_dir()
     with open(str(lease) + '.lock', 'a+', encoding='utf-8') as handle:
@@ -325,7 +325,7 @@ def test_a_lease_that_runs_out_before_the_first_step_starts_nothing_and_is_recor
     assert result['exit_code'] == 0
     assert result['status']['status'] == 'failed' and LEASE_REASON.match(result['status']['reason'])
     assert result['status']['reason'].startswith('no controller polled this stage for 100')
-    assert result['status']['evidence']['task'] == _stage_run.TASK_ATTEMPT and result['attempt'] is None
+    assert result['status']['evidence']['step'] == _stage_run.STEP_ATTEMPT and result['attempt'] is None
     assert stage.state()['state'] == 'inactive' and stage.read('status.json') == result['status']
 
 
@@ -358,7 +358,7 @@ def test_a_step_raises_nothing_out_of_the_module_and_records_the_failure(run_mod
     result = run_module(stage_run, stage.args([stage.run(1)]))
     assert result['exit_code'] == 0
     status = stage.read('status.json')
-    assert status['reason'] == 'ZeroDivisionError: division by zero' and status['evidence']['task'] == _stage_run.TASK_ATTEMPT
+    assert status['reason'] == 'ZeroDivisionError: division by zero' and status['evidence']['step'] == _stage_run.STEP_ATTEMPT
     assert 'ZeroDivisionError: division by zero' in status['evidence']['traceback'][-1]
     assert stage.state()['state'] == 'inactive'
 
@@ -371,8 +371,8 @@ def test_a_step_is_called_with_validated_options_and_its_stage_error_is_the_stag
         raise StageError('no', {'journal': ['last line'], 'rc': 3})
 
     with pytest.raises(StageError) as failure:
-        _stage_run.step(engine, _stage_attempt.ARGUMENT_SPEC, {'dir': str(stage.dir)}, _stage_run.TASK_ATTEMPT)
-    assert failure.value.reason == 'no' and failure.value.evidence == {'task': _stage_run.TASK_ATTEMPT, 'journal': ['last line']}
+        _stage_run.step(engine, _stage_attempt.ARGUMENT_SPEC, {'dir': str(stage.dir)}, _stage_run.STEP_ATTEMPT)
+    assert failure.value.reason == 'no' and failure.value.evidence == {'step': _stage_run.STEP_ATTEMPT, 'journal': ['last line']}
     assert seen == {'dir': str(stage.dir), 'mode': '0750', 'keep': []}
     assert _stage_run.step(lambda params: {'ok': params['dir']}, _stage_attempt.ARGUMENT_SPEC, {'dir': '/x'}, 'x') == {'ok': '/x'}
     with pytest.raises(ValueError, match=r'invalid options: .*dir'):
