@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 
 from ansible_collections.specdec.bench.plugins.filter.campaign import truncate
-from ansible_collections.specdec.bench.plugins.filter.plan import STEP_PARAM, size_text
+from ansible_collections.specdec.bench.plugins.plugin_utils.plan import STEP_PARAM, size_text
 
 
 def _none(value):

@@ -38,8 +38,8 @@ def playbook(runs, out):
     tasks = [
         {"name": "probe", "specdec.bench.probe": {"units": ["ddtree-*"]}},
         {"name": "plan", "ansible.builtin.set_fact": {
-            "stages": "{{ ansible_facts | specdec.bench.campaign_plan(spec, build='sglang-ddtree-pr29907', "
-                      "sglang_python='/usr/bin/python3', stoppable=['ddtree-qwen.service']) }}"}},
+            "stages": "{{ ansible_facts | specdec.bench.campaign_plan(spec, host={'build': 'sglang-ddtree-pr29907', "
+                      "'sglang_python': '/usr/bin/python3', 'stoppable': ['ddtree-qwen.service']}) }}"}},
     ]
     for run in range(runs):
         tasks += [

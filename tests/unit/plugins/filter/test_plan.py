@@ -15,7 +15,7 @@ import yaml
 
 from ansible.errors import AnsibleFilterError
 from ansible.module_utils import _internal as _module_internal
-from ansible_collections.specdec.bench.plugins.filter.plan import campaign_plan, fit_tp, safetensors_total_size
+from ansible_collections.specdec.bench.plugins.plugin_utils.plan import campaign_plan, fit_tp, safetensors_total_size
 from ansible_collections.specdec.bench.plugins.module_utils._systemd import normalize_unit_name
 from ansible_collections.specdec.bench.plugins.plugin_utils import sglang_build
 
@@ -95,10 +95,11 @@ def a100_spec():
     return spec
 
 
-def plan(facts=None, spec=None, **kwargs):
-    if 'methods' not in kwargs:
-        kwargs.setdefault('build', DDTREE_BUILD)
-    return campaign_plan(ct200_facts() if facts is None else facts, ct200_spec() if spec is None else spec, **kwargs)
+def plan(facts=None, spec=None, **host):
+    """The plan on the CT200 (or facts) of its campaign (or spec), the host's inputs given by name."""
+    if 'methods' not in host:
+        host.setdefault('build', DDTREE_BUILD)
+    return campaign_plan(ct200_facts() if facts is None else facts, ct200_spec() if spec is None else spec, host)
 
 
 def by_id(stages):
@@ -293,8 +294,8 @@ def test_ports_are_unique_and_skip_listening_ones():
 def test_same_input_same_output_and_inputs_untouched():
     facts, spec = ct200_facts(), ct200_spec()
     before = copy.deepcopy((facts, spec, METHODS))
-    first = campaign_plan(facts, spec, methods=METHODS, stoppable=['ddtree-qwen.service'])
-    second = campaign_plan(copy.deepcopy(facts), copy.deepcopy(spec), methods=copy.deepcopy(METHODS), stoppable=['ddtree-qwen.service'])
+    first = campaign_plan(facts, spec, {'methods': METHODS, 'stoppable': ['ddtree-qwen.service']})
+    second = campaign_plan(copy.deepcopy(facts), copy.deepcopy(spec), {'methods': copy.deepcopy(METHODS), 'stoppable': ['ddtree-qwen.service']})
     assert json.dumps(first, sort_keys=False) == json.dumps(second, sort_keys=False)
     assert (facts, spec, METHODS) == before
 
@@ -484,7 +485,7 @@ def test_invalid_options_are_refused(kwargs, fragment):
 
 def test_the_build_is_picked_from_the_sglang_version_found_local_version_ignored():
     spec = a100_spec_release()
-    stages = campaign_plan(a100_facts(), spec, sglang_version='0.5.23+sim', sglang_python='/opt/sglang/bin/python')
+    stages = campaign_plan(a100_facts(), spec, {'sglang_version': '0.5.23+sim', 'sglang_python': '/opt/sglang/bin/python'})
     assert {stage['sglang_build']['name'] for stage in stages} == {'sglang-0.5.23'}
     assert stages[0]['sglang_build']['version'] == '0.5.23+sim'
     assert stages[0]['sglang_build']['python'] == '/opt/sglang/bin/python'
@@ -514,14 +515,14 @@ concurrency: [1]
 ])
 def test_no_matching_build_is_refused_naming_the_version_and_the_profiles(kwargs, fragments):
     with pytest.raises(AnsibleFilterError) as error:
-        campaign_plan(a100_facts(), a100_spec_release(), **kwargs)
+        campaign_plan(a100_facts(), a100_spec_release(), kwargs)
     for fragment in fragments:
         assert fragment in str(error.value), (fragment, str(error.value))
 
 
 def test_the_release_has_no_ddtree_method():
     with pytest.raises(AnsibleFilterError) as error:
-        campaign_plan(ct200_facts(), ct200_spec(), sglang_version='0.5.23', stoppable=['ddtree-qwen.service'])
+        campaign_plan(ct200_facts(), ct200_spec(), {'sglang_version': '0.5.23', 'stoppable': ['ddtree-qwen.service']})
     assert 'methods.ddtree is not a known method; allowed: autoregressive, dflash' in str(error.value)
 
 
@@ -531,7 +532,7 @@ def test_a_table_flag_the_build_does_not_know_is_refused_at_plan_time():
     spec = a100_spec_release()
     spec['methods'] = {'autoregressive': {}, 'dflash': {}}
     with pytest.raises(AnsibleFilterError) as error:
-        campaign_plan(a100_facts(), spec, methods=table, build='sglang-0.5.23')
+        campaign_plan(a100_facts(), spec, {'methods': table, 'build': 'sglang-0.5.23'})
     assert 'method table dflash.args[1] is --mamba-scheduler-strategy, which SGLang 0.5.23 (build sglang-0.5.23) does not know' \
         in str(error.value)
 
@@ -583,7 +584,7 @@ def test_without_a_build_abbreviations_of_planned_flags_are_still_refused():
     spec['methods'] = {'autoregressive': {}}
     spec['extra_args'] = [['--hos', '0.0.0.0']]
     with pytest.raises(AnsibleFilterError) as error:
-        campaign_plan(ct200_facts(), spec, methods={'autoregressive': {}}, stoppable=['ddtree-qwen.service'])
+        campaign_plan(ct200_facts(), spec, {'methods': {'autoregressive': {}}, 'stoppable': ['ddtree-qwen.service']})
     assert 'an abbreviation of --host, which the plan sets' in str(error.value)
 
 

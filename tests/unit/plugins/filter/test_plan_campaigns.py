@@ -15,7 +15,7 @@ import jinja2.meta
 import pytest
 import yaml
 
-from ansible_collections.specdec.bench.plugins.filter.plan import campaign_plan
+from ansible_collections.specdec.bench.plugins.plugin_utils.plan import campaign_plan
 from ansible_collections.specdec.bench.plugins.plugin_utils import datasets
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
@@ -71,7 +71,7 @@ def stages_of(host, spec):
     sweep = {}
     if isinstance(draft, dict) and 'run' in draft:  # a checkpoint set: the campaign role lists them on the training host
         sweep = {'draft_checkpoints': checkpoint_records(draft['run'], (50, 100, 150, 200, 300)), 'installed_checkpoints': []}
-    return campaign_plan(host_facts(host), spec, build=BUILDS[host], model_bytes=55 * 10 ** 9, **sweep)
+    return campaign_plan(host_facts(host), spec, {'build': BUILDS[host], 'model_bytes': 55 * 10 ** 9}, sweep)
 
 
 CAMPAIGN_SPECS = example_specs()

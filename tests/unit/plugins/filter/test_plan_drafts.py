@@ -14,7 +14,7 @@ import pytest
 from ansible.errors import AnsibleFilterError
 from ansible.module_utils import _internal as _module_internal
 from ansible_collections.specdec.bench.plugins.filter.campaign import campaign_done, campaign_spec_changes
-from ansible_collections.specdec.bench.plugins.filter.plan import campaign_plan
+from ansible_collections.specdec.bench.plugins.plugin_utils.plan import campaign_plan
 from ansible_collections.specdec.bench.plugins.filter.plan_lines import plan_lines
 
 _module_internal.is_controller = False
@@ -64,12 +64,13 @@ TRAINED = [record(step) for step in (200, 400, 600, 800, 1000)]
 SET = {'run': 'dflash-demo', 'host': 'a100box'}
 
 
-def plan(draft, draft_checkpoints=None, gpus=None, **kwargs):
-    tp = kwargs.pop('tp', (1,))
-    methods = kwargs.pop('methods', None)
-    model_bytes = kwargs.pop('model_bytes', None)
-    return campaign_plan(gpus or facts(), spec(draft, tp, methods, model_bytes), build=DDTREE_BUILD,
-                         draft_checkpoints=draft_checkpoints, **kwargs)
+def plan(draft, draft_checkpoints=None, gpus=None, **checkpoints):
+    """The plan of a spec with this draft, given the checkpoint inputs by name (tp, methods and model_bytes: the spec's)."""
+    tp = checkpoints.pop('tp', (1,))
+    methods = checkpoints.pop('methods', None)
+    model_bytes = checkpoints.pop('model_bytes', None)
+    return campaign_plan(gpus or facts(), spec(draft, tp, methods, model_bytes), {'build': DDTREE_BUILD},
+                         dict(checkpoints, draft_checkpoints=draft_checkpoints))
 
 
 def refusal(draft, draft_checkpoints=None, **kwargs):
@@ -279,9 +280,9 @@ def test_a_method_with_a_parameter_named_step_cannot_sweep_checkpoints():
     table = {'autoregressive': {}, 'mine': {'args': [['--speculative-draft-model-path', '{draft}'], ['--x', '{step}']],
                                             'params': {'step': {'default': 1}}}}
     with pytest.raises(AnsibleFilterError) as error:
-        campaign_plan(facts(), dict(spec(SET), methods={'mine': {}}), methods=table, draft_checkpoints=TRAINED)
+        campaign_plan(facts(), dict(spec(SET), methods={'mine': {}}), {'methods': table}, {'draft_checkpoints': TRAINED})
     assert 'method mine has a parameter step of its own' in str(error.value)
-    assert len(campaign_plan(facts(), dict(spec('/m/d'), methods={'mine': {}}), methods=table)) == 1
+    assert len(campaign_plan(facts(), dict(spec('/m/d'), methods={'mine': {}}), {'methods': table})) == 1
 
 
 # --- the fit uses the checkpoint's bytes ---------------------------------------------------------------------------

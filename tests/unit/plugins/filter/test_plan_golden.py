@@ -27,7 +27,7 @@ import sys
 import pytest
 
 from ansible.module_utils import _internal as _module_internal
-from ansible_collections.specdec.bench.plugins.filter.plan import campaign_plan
+from ansible_collections.specdec.bench.plugins.plugin_utils.plan import campaign_plan
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from test_plan_campaigns import CAMPAIGN_SPECS, REPO_ROOT, checkpoint_records  # noqa: E402  pylint: disable=import-error,wrong-import-position
@@ -100,7 +100,7 @@ def cases(host, spec):
 
 def plan(facts, spec, host, checkpoints):
     """The planner's entry point, given the host's facts, the spec, the host's inputs and the checkpoint inputs."""
-    return campaign_plan(facts, spec, **dict(host, **checkpoints))
+    return campaign_plan(facts, spec, host, checkpoints)
 
 
 def golden_text(name):

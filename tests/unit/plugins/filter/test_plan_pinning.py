@@ -13,7 +13,7 @@ import pytest
 
 from ansible.module_utils import _internal as _module_internal
 from ansible_collections.specdec.bench.plugins.filter.campaign import campaign_spec_changes
-from ansible_collections.specdec.bench.plugins.filter.plan import campaign_plan, stage_pinning
+from ansible_collections.specdec.bench.plugins.plugin_utils.plan import campaign_plan, stage_pinning
 from ansible_collections.specdec.bench.plugins.filter.plan_lines import pinning_text, plan_lines
 
 _module_internal.is_controller = False
@@ -46,7 +46,7 @@ def facts(online='0-191', numa_nodes='0-1', allowed=None, gpus=None):
 def plan(host_facts, tp=({'size': 1, 'gpus': [1]},)):
     spec = {'campaign': 'pin', 'model': {'path': '/models/Qwen3.6-27B'}, 'tp': list(tp), 'methods': {'autoregressive': {}},
             'workload': {'input_len': 8, 'output_len': 8, 'num_prompts': 2}, 'concurrency': [1]}
-    return campaign_plan(host_facts, spec, build=DDTREE_BUILD, strict=False)
+    return campaign_plan(host_facts, spec, {'build': DDTREE_BUILD, 'strict': False})
 
 
 def pins(stage):

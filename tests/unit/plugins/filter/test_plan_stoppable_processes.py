@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.specdec.bench.plugins.filter.plan import campaign_plan
+from ansible_collections.specdec.bench.plugins.plugin_utils.plan import campaign_plan
 
 
 DDTREE_BUILD = 'sglang-ddtree-pr29907'
@@ -36,8 +36,8 @@ def facts_with(holder, gpu=0):
     return facts
 
 
-def plan(facts, **kwargs):
-    return dict((stage['id'], stage) for stage in campaign_plan(facts, a100_spec(), build=DDTREE_BUILD, **kwargs))
+def plan(facts, **host):
+    return dict((stage['id'], stage) for stage in campaign_plan(facts, a100_spec(), dict(host, build=DDTREE_BUILD)))
 
 
 def test_hand_started_holder_matched_by_its_command_line_is_stoppable():

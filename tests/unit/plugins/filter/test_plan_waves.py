@@ -16,7 +16,7 @@ import pytest
 
 from ansible.errors import AnsibleFilterError
 from ansible.module_utils import _internal as _module_internal
-from ansible_collections.specdec.bench.plugins.filter.plan import campaign_plan
+from ansible_collections.specdec.bench.plugins.plugin_utils.plan import campaign_plan
 from ansible_collections.specdec.bench.plugins.filter.plan_lines import plan_lines
 from ansible_collections.specdec.bench.plugins.module_utils._host_probe import parse_cpu_list
 from test_plan import CT200_UUIDS, DDTREE_BUILD, ct200_facts, ct200_spec  # noqa: E402  pylint: disable=import-error
@@ -55,10 +55,10 @@ def spec(tp=None, parallel=True, **more):
     return result
 
 
-def plan(host=None, campaign_spec=None, **kwargs):
-    kwargs.setdefault('stoppable', STOPPABLE)
-    kwargs.setdefault('build', DDTREE_BUILD)
-    return campaign_plan(facts() if host is None else host, spec() if campaign_spec is None else campaign_spec, **kwargs)
+def plan(host=None, campaign_spec=None, **inputs):
+    inputs.setdefault('stoppable', STOPPABLE)
+    inputs.setdefault('build', DDTREE_BUILD)
+    return campaign_plan(facts() if host is None else host, spec() if campaign_spec is None else campaign_spec, inputs)
 
 
 def by_id(stages):

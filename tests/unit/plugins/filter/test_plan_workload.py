@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.specdec.bench.plugins.filter.plan import campaign_plan
+from ansible_collections.specdec.bench.plugins.plugin_utils.plan import campaign_plan
 from ansible_collections.specdec.bench.plugins.plugin_utils import datasets
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
@@ -37,7 +37,7 @@ def spec(**workload):
 
 
 def plan(workload_spec):
-    return campaign_plan(facts(), workload_spec, build=DDTREE_BUILD)
+    return campaign_plan(facts(), workload_spec, {'build': DDTREE_BUILD})
 
 
 def workload_of(**workload):
@@ -229,7 +229,7 @@ def test_the_documented_example_plans_and_its_stages_carry_the_documented_worklo
         documented = yaml.safe_load(handle)
     example = yaml.safe_load(documented['EXAMPLES'])[0]['vars']['campaign_spec']
     host = {'nvidia_gpus': [{'index': i, 'uuid': 'GPU-%d' % i, 'memory_total_mib': 97887, 'processes': []} for i in range(8)]}
-    workload = campaign_plan(host, example, build=DDTREE_BUILD)[0]['workload']
+    workload = campaign_plan(host, example, {'build': DDTREE_BUILD})[0]['workload']
     assert [entry['name'] for entry in workload['datasets']] == REAL_SETS
     sample = documented['RETURN']['_value']['contains']['workload']['sample']
     assert set(sample) == set(workload) | {'input_len', 'output_len', 'num_prompts'}

@@ -20,7 +20,7 @@ import subprocess
 import pytest
 import yaml
 
-from ansible_collections.specdec.bench.plugins.filter.plan import campaign_plan
+from ansible_collections.specdec.bench.plugins.plugin_utils.plan import campaign_plan
 from ansible_collections.specdec.bench.plugins.module_utils._sglang_preflight import parse_output, refusal
 from ansible_collections.specdec.bench.plugins.modules.sglang_preflight import run_parser
 from ansible_collections.specdec.bench.plugins.plugin_utils import sglang_build
@@ -55,7 +55,7 @@ def release_stages(spec):
     spec = dict(spec, methods=dict((name, value) for name, value in spec['methods'].items() if name in methods))
     model = spec['model'] if isinstance(spec['model'], dict) else {'path': spec['model']}
     spec['model'] = dict(model, bytes=model.get('bytes') or 55 * 10 ** 9)
-    return campaign_plan(FACTS, spec, build=RELEASE, sglang_python=PYTHON)
+    return campaign_plan(FACTS, spec, {'build': RELEASE, 'sglang_python': PYTHON})
 
 
 def parse(stages):

@@ -9,7 +9,7 @@ import pytest
 
 from ansible.errors import AnsibleFilterError
 from ansible.module_utils import _internal as _module_internal
-from ansible_collections.specdec.bench.plugins.filter.plan import fit_tp
+from ansible_collections.specdec.bench.plugins.plugin_utils.plan import fit_tp
 from ansible_collections.specdec.bench.plugins.filter.train import train_gpu_split
 
 # As in test_plan.py: controller mode only while a filter runs.

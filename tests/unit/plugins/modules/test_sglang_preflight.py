@@ -18,7 +18,7 @@ import sys
 import pytest
 
 from ansible.module_utils import _internal as _module_internal
-from ansible_collections.specdec.bench.plugins.filter.plan import campaign_plan
+from ansible_collections.specdec.bench.plugins.plugin_utils.plan import campaign_plan
 from ansible_collections.specdec.bench.plugins.modules import sglang_preflight
 from ansible_collections.specdec.bench.plugins.plugin_utils import sglang_build
 
@@ -56,7 +56,7 @@ def stages(models, build, methods, **spec):
         spec = dict({'campaign': 'pre', 'model': {'path': str(models / 'target'), 'bytes': 1000},
                      'draft': str(models / 'draft'), 'tp': [1], 'methods': methods,
                      'workload': {'input_len': 8, 'output_len': 8, 'num_prompts': 2}, 'concurrency': [1]}, **spec)
-        return campaign_plan(CT200, spec, build=build, sglang_python=sys.executable)
+        return campaign_plan(CT200, spec, {'build': build, 'sglang_python': sys.executable})
     finally:
         _internal.is_controller = before
 

@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from ansible.module_utils import _internal as _module_internal
-from ansible_collections.specdec.bench.plugins.filter.plan import campaign_plan
+from ansible_collections.specdec.bench.plugins.plugin_utils.plan import campaign_plan
 from ansible_collections.specdec.bench.plugins.modules import sglang_preflight
 from ansible_collections.specdec.bench.plugins.plugin_utils import sglang_build
 
@@ -45,14 +45,14 @@ def record(step, path, installed=None):
     return {'name': 'checkpoint-%d' % step, 'step': step, 'path': str(path), 'bytes': 16, 'installed': installed}
 
 
-def plan(tmp_path, draft, **kwargs):
+def plan(tmp_path, draft, **checkpoints):
     before = _module_internal.is_controller
     _module_internal.is_controller = True  # the filter is controller code
     try:
         spec = {'campaign': 'pre', 'model': {'path': str(folder(tmp_path / 'target')), 'bytes': 1000}, 'draft': draft,
                 'tp': [1], 'methods': {'autoregressive': {}, 'dflash': {}},
                 'workload': {'input_len': 8, 'output_len': 8, 'num_prompts': 2}, 'concurrency': [1]}
-        return campaign_plan(FACTS, spec, build='sglang-0.5.23', sglang_python=sys.executable, **kwargs)
+        return campaign_plan(FACTS, spec, {'build': 'sglang-0.5.23', 'sglang_python': sys.executable}, checkpoints)
     finally:
         _module_internal.is_controller = before
 
