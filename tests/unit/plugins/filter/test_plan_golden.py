@@ -27,7 +27,7 @@ import sys
 import pytest
 
 from ansible.module_utils import _internal as _module_internal
-from ansible_collections.specdec.bench.plugins.plugin_utils.plan import campaign_plan
+from ansible_collections.specdec.bench.plugins.filter.plan import campaign_plan
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from test_plan_campaigns import CAMPAIGN_SPECS, REPO_ROOT, checkpoint_records  # noqa: E402  pylint: disable=import-error,wrong-import-position
