@@ -3,8 +3,9 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 """The campaign spec checked, everything about it that does not depend on the host, before any stage is made: the
-keys, the campaign id, the model, the draft (checkpoints), the methods and their parameter matrices, the TP entries
-and their pools, parallel, the workload (workload), extra_args and env; and the host's stoppable units and processes."""
+keys, the campaign id, the model, the draft (its checks in the checkpoints module), the methods and their parameter
+matrices, the TP entries and their pools, parallel, the workload (its checks in the workload module), extra_args and
+env; and the host's stoppable units and processes."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Waves: the stages run at the same time, made greedily in plan order on disjoint GPUs (spec.parallel), the CPUs
-their stages split, and the interference stage that re-runs one of the largest wave alone."""
+their stages split, and the interference stage that re-runs the first stage of the largest wave alone."""
 
 from __future__ import annotations
 
