@@ -2,6 +2,7 @@
 
 Molecule's verifier imports this by path (see molecule/campaign/tests); standard library and testinfra only.
 """
+import json
 import os
 import pathlib
 import re
@@ -74,6 +75,22 @@ def main_pid(host, unit):
 def active_units(host, pattern):
     out = host.check_output(f"systemctl list-units --plain --no-legend --state=active,activating '{pattern}'")
     return [line.split()[0] for line in out.splitlines() if line.strip()]
+
+
+def read_json(host, path):
+    """The JSON document of a file on the host, None when there is no such file."""
+    return json.loads(host.file(path).content_string) if host.file(path).exists else None
+
+
+def stage_status(host, results, stage):
+    """The status ("ok", "failed", ...) a stage of the campaign folder results recorded, None before it recorded one."""
+    return (read_json(host, f"{results}/{stage}/status.json") or {}).get("status")
+
+
+def file_sha256(host, folder):
+    """{path relative to folder: sha256} of every file below folder on the host."""
+    out = host.check_output(f"cd {folder} && find . -type f -exec sha256sum {{}} +")
+    return {line.split(None, 1)[1].strip()[2:]: line.split()[0] for line in out.splitlines()}
 
 
 def supervised_running(host, pattern, state_dir="/var/lib/specdec/services"):

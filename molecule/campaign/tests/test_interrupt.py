@@ -48,18 +48,16 @@ BOX = testinfra.get_host("podman://campaign-ct200")
 
 
 def lock():
-    return json.loads(BOX.file(LOCK).content_string) if BOX.file(LOCK).exists else None
+    return simhost.read_json(BOX, LOCK)
 
 
 def status(stage):
-    path = f"{RESULTS}/{stage}/status.json"
-    return json.loads(BOX.file(path).content_string)["status"] if BOX.file(path).exists else None
+    return simhost.stage_status(BOX, RESULTS, stage)
 
 
 def files():
     """sha256 of every file of the campaign on the host, by path relative to the campaign folder."""
-    out = BOX.check_output(f"cd {RESULTS} && find . -type f -exec sha256sum {{}} +")
-    return {line.split(None, 1)[1].strip()[2:]: line.split()[0] for line in out.splitlines()}
+    return simhost.file_sha256(BOX, RESULTS)
 
 
 def holder_on_gpu0():
