@@ -20,6 +20,8 @@ description:
   - An V(ok) stage whose C(/server_info) cannot be read is recorded V(failed) with that reason.
   - Every file is written to a temporary file and renamed, mode O(mode); the status is written last, so a status file
     always comes with the evidence it names.
+  - Without O(unit) no server ran (a stage recorded V(infeasible), or V(failed) before anything started) and only the
+    status is written. The only writer of a stage's C(status.json), so every status has the same format.
 author:
   - specdec.bench developers (!UNKNOWN)
 options:
@@ -28,9 +30,11 @@ options:
     type: path
     required: true
   unit:
-    description: The stage's service (a systemd unit name on both backends).
+    description:
+      - The stage's service (a systemd unit name on both backends).
+      - Without it no server ran; nothing is read or stopped, O(base_url) is refused and O(gpu_snapshot) ignored, and
+        a status without C(started) gets the time of the record.
     type: str
-    required: true
   stop_timeout:
     description: Seconds between SIGTERM and SIGKILL when the supervisor stops the server.
     type: int
@@ -44,8 +48,9 @@ options:
     type: str
   status:
     description:
-      - The stage's status (C(stage), C(status) V(ok) or V(failed), C(reason), C(started), C(headline), C(timings),
-        C(repeats), C(evidence)); C(finished) is set here (ISO 8601 UTC with milliseconds).
+      - The stage's status (C(stage), C(status) V(ok), V(failed) or V(infeasible), C(reason), C(started),
+        C(headline), C(timings), C(repeats), C(evidence)); C(finished) is set here (ISO 8601 UTC with milliseconds).
+      - An V(infeasible) stage never ran, its C(started) and C(finished) are null.
     type: dict
     required: true
   files:
@@ -95,7 +100,10 @@ extends_documentation_fragment:
   - specdec.bench.service_backend
 attributes:
   check_mode:
-    support: none
+    support: full
+    details:
+      - Nothing is read, stopped or written; RV(status) is the status as it would be written, less what the server
+        would add.
   diff_mode:
     support: none
 seealso:
@@ -112,6 +120,11 @@ EXAMPLES = r"""
     unit: specdec-qwen36-ct200-tp1-dflash-n16.service
     base_url: http://127.0.0.1:31001
     status: {stage: tp1-dflash-n16, status: ok, reason: null, started: "2026-12-02T14:00:00Z", headline: []}
+
+- name: Record a stage the plan finds infeasible on this host (nothing ran)
+  specdec.bench.stage_record:
+    dir: /root/bench_results/qwen36-a100/tp1-dflash-n16
+    status: {stage: tp1-dflash-n16, status: infeasible, reason: needs 2 GPUs, headline: []}
 """
 
 RETURN = r"""
@@ -139,7 +152,7 @@ from ansible_collections.specdec.bench.plugins.module_utils._stage.stage_record 
 
 
 def main():
-    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=False)
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
     try:
         result = stage_record(module, module.params)
     except StageError as exc:

@@ -5,7 +5,8 @@
 """specdec.bench.stage_record's engine: end a stage on its host, keeping its evidence and writing its status.
 
 stage_record(module, params) returns the module's result or raises StageError; module is the running AnsibleModule (its
-run_command, get_bin_path and warn); ARGUMENT_SPEC is its options. The only writer of a stage's status.json.
+run_command, get_bin_path, warn and check mode); ARGUMENT_SPEC is its options. The only writer of a stage's
+status.json: a stage that ran, and one recorded without running (no unit: infeasible, or failed before it started).
 """
 
 from __future__ import annotations
@@ -20,10 +21,12 @@ from ansible_collections.specdec.bench.plugins.module_utils._gpu_probe import Gp
 from .errors import StageError
 from .sglang_http import CONNECTION_ERRORS, HTTPStatusError, request_json
 
+STATUSES = ('ok', 'failed', 'infeasible')
+
 
 ARGUMENT_SPEC = dict(
     dir=dict(type='path', required=True),
-    unit=dict(type='str', required=True),
+    unit=dict(type='str'),
     backend=dict(type='str', default='systemd', choices=list(service.BACKENDS)),
     state_dir=dict(type='path', default=supervisor.DEFAULT_STATE_DIR),
     stop_timeout=dict(type='int', default=60),
@@ -40,11 +43,16 @@ ARGUMENT_SPEC = dict(
 
 
 def stage_record(module, params):
-    """The evidence kept, the server stopped, status.json written: the module's result; StageError on bad options."""
+    """The evidence kept, the server stopped, status.json written: the module's result; StageError on bad options.
+
+    Without params['unit'] no server ran: only status.json is written. Check mode reads, stops and writes nothing and
+    returns the status as it would be written, less what the server would add."""
     status = dict(params['status'])
-    if status.get('status') not in ('ok', 'failed'):
-        raise StageError('status.status must be ok or failed, got %r' % status.get('status'))
-    if not os.path.isdir(params['dir']):
+    if status.get('status') not in STATUSES:
+        raise StageError('status.status must be %s, got %r' % (', '.join(STATUSES[:-1]) + ' or ' + STATUSES[-1], status.get('status')))
+    if params['unit'] is None and params['base_url']:
+        raise StageError('base_url is for a stage whose server ran: it needs unit')
+    if not module.check_mode and not os.path.isdir(params['dir']):
         raise StageError('dir %s does not exist: the results_dir role makes it' % params['dir'])
     for name in params['files'].values():
         if name is None:
@@ -57,7 +65,27 @@ def stage_record(module, params):
         raise StageError('mode must be an octal string such as 0640, got %r' % params['mode'])
     files = dict((key, os.path.join(params['dir'], name)) for key, name in params['files'].items() if name)
     written, missing = {}, []
+    if params['unit'] is not None and not module.check_mode:
+        keep_evidence(module, params, status, files, mode, written, missing)
+    if status['status'] == 'infeasible':
+        # never ran: no start, no end
+        status.update(started=None, finished=None)
+    else:
+        status['finished'] = utc_stamp()
+        if params['unit'] is None:
+            # a stage recorded without running began and ended at its record
+            status.setdefault('started', status['finished'])
+    if not module.check_mode:
+        atomic_write(files['status'], json.dumps(status, indent=4, sort_keys=True) + '\n', mode)
+        written['status'] = files['status']
+    for text in missing:
+        module.warn(text)
+    return dict(changed=True, status=status, written=written, warnings_seen=missing)
 
+
+def keep_evidence(module, params, status, files, mode, written, missing):
+    """What the server leaves, in order (server_info and GPUs while it runs, its state, the stop, its definition, its
+    output), into files and written; what could not be kept into missing; a failed status gets the evidence."""
     if params['base_url']:
         try:
             info = request_json(params['base_url'].rstrip('/') + '/server_info', timeout=30)
@@ -121,9 +149,3 @@ def stage_record(module, params):
         if not evidence.get('journal'):
             evidence['journal'] = journal[-50:]
         status['evidence'] = evidence
-    status['finished'] = utc_stamp()
-    atomic_write(files['status'], json.dumps(status, indent=4, sort_keys=True) + '\n', mode)
-    written['status'] = files['status']
-    for text in missing:
-        module.warn(text)
-    return dict(changed=True, status=status, written=written, warnings_seen=missing)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 import time
 
@@ -144,7 +145,8 @@ def test_what_cannot_be_kept_is_warned_and_the_status_still_written(run_module, 
 
 
 @pytest.mark.parametrize(('extra', 'text'), [
-    (dict(status={'status': 'skipped'}), "status.status must be ok or failed, got 'skipped'"),
+    (dict(status={'status': 'skipped'}), "status.status must be ok, failed or infeasible, got 'skipped'"),
+    (dict(unit=None, base_url='http://127.0.0.1:9'), 'base_url is for a stage whose server ran: it needs unit'),
     (dict(files=dict(FILES, status='../status.json')), 'files must be file names'),
     (dict(mode='rw'), 'mode must be an octal string'),
     (dict(dir='/nonexistent/stage'), 'does not exist'),
@@ -181,3 +183,43 @@ def test_under_the_supervisor_the_server_is_stopped_and_its_definition_and_log_k
     assert json.loads(read(stage, 'service.json'))['argv'] == definition['argv']
     assert 'loading' in read(stage, 'journal.txt') and 'killed by signal 15' in read(stage, 'journal.txt')
     assert not (stage / 'stage' / 'unit.service').exists()
+
+
+STAMP = re.compile(r'\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z\Z')
+
+
+def test_an_infeasible_stage_is_recorded_without_a_unit_and_without_times(run_module, monkeypatch, stage):
+    """A stage that never runs: only status.json, written by the same writer as a stage that ran."""
+    host = Host(monkeypatch)
+    status = {'stage': 'tp8-dflash-n16', 'status': 'infeasible', 'reason': 'too few GPUs', 'sglang_build': None, 'headline': []}
+    result = run_module(stage_record, dict(dir=str(stage / 'stage'), status=status))
+    assert result['exit_code'] == 0 and result['changed'], result
+    written = json.loads(read(stage, 'status.json'))
+    assert written == result['status'] == dict(status, started=None, finished=None)
+    assert result['written'] == {'status': str(stage / 'stage' / 'status.json')} and result['warnings_seen'] == []
+    assert host.events == [] and os.listdir(str(stage / 'stage')) == ['status.json']
+    assert stat.S_IMODE(os.stat(str(stage / 'stage' / 'status.json')).st_mode) == 0o640
+    assert read(stage, 'status.json') == json.dumps(written, indent=4, sort_keys=True) + '\n'
+
+
+def test_a_stage_that_cannot_run_is_recorded_failed_at_the_time_of_the_record(run_module, monkeypatch, stage):
+    host = Host(monkeypatch)
+    status = {'stage': 's', 'status': 'failed', 'reason': 'the draft checkpoint could not be copied', 'headline': [],
+              'evidence': {'step': None, 'journal': []}}
+    result = run_module(stage_record, dict(dir=str(stage / 'stage'), status=status, mode='0600'))
+    written = json.loads(read(stage, 'status.json'))
+    assert result['exit_code'] == 0 and written == result['status']
+    assert STAMP.match(written['started']) and written['started'] == written['finished']
+    assert written['evidence'] == {'step': None, 'journal': []} and host.events == []
+    assert stat.S_IMODE(os.stat(str(stage / 'stage' / 'status.json')).st_mode) == 0o600
+
+
+def test_check_mode_reads_stops_and_writes_nothing(run_module, monkeypatch, stage):
+    host = Host(monkeypatch)
+    status = {'stage': 's', 'status': 'infeasible', 'reason': 'no', 'headline': []}
+    result = run_module(stage_record, dict(dir=str(stage / 'missing'), status=status, _ansible_check_mode=True))
+    assert result['exit_code'] == 0 and result['changed'] and result['written'] == {}
+    assert result['status'] == dict(status, started=None, finished=None)
+    result = run_module(stage_record, dict(args(stage, {'stage': 's', 'status': 'ok', 'started': None}), _ansible_check_mode=True))
+    assert result['exit_code'] == 0 and STAMP.match(result['status']['finished']) and result['written'] == {}
+    assert host.events == [] and os.listdir(str(stage / 'stage')) == []
