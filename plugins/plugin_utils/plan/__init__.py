@@ -27,13 +27,13 @@ import itertools
 
 from ansible_collections.specdec.bench.plugins.module_utils._common import ID_PATTERN, ID_RE as _ID_RE
 from .capacity import DEFAULT_MEM_FRACTION, DEFAULT_MIN_KV_HEADROOM_GIB, fit_tp, safetensors_total_size
-from .checkpoints import DEFAULT_CHECKPOINT_DIR, DEFAULT_CHECKPOINT_MIN_FREE_GIB, _check_checkpoint_options, _check_disk, _sweep_checkpoints
-from .common import STEP_PARAM, _check_keys, _fail, _is_int, _is_positive_int, size_text
-from .methods import _build, _check_table_flags, _method_table
-from .placement import _free_port, _host_gpus, _listening_ports, _place, _pool_key, stage_pinning
-from .spec import _spec_stoppable, _spec_stoppable_processes, _validate
-from .stage import _stage
-from .waves import _Waves
+from .checkpoints import DEFAULT_CHECKPOINT_DIR, DEFAULT_CHECKPOINT_MIN_FREE_GIB, check_checkpoint_options, check_disk, sweep_checkpoints
+from .common import STEP_PARAM, check_keys, fail, is_int, is_positive_int, size_text
+from .methods import build_profile, check_table_flags, method_table
+from .placement import free_port, host_gpus, listening_ports, place, pool_key, stage_pinning
+from .spec import spec_stoppable, spec_stoppable_processes, validate_spec
+from .stage import make_stage
+from .waves import Waves
 
 __all__ = ['campaign_plan', 'fit_tp', 'safetensors_total_size', 'stage_pinning', 'size_text', 'STEP_PARAM', 'HOST_INPUTS',
            'CHECKPOINT_INPUTS', 'DEFAULT_BASE_PORT', 'DEFAULT_MEM_FRACTION', 'DEFAULT_MIN_KV_HEADROOM_GIB']
@@ -64,7 +64,7 @@ def _inputs(given, field, defaults):
     """One of the entry point's input mappings with its defaults filled; an unknown key fails, naming the allowed ones."""
     if given is None:
         given = {}
-    _check_keys(given, field, tuple(defaults))
+    check_keys(given, field, tuple(defaults))
     return dict(defaults, **given)
 
 
@@ -82,11 +82,11 @@ def campaign_plan(facts, spec, host=None, checkpoints=None):
     draft_checkpoints, installed_checkpoints = checkpoint_inputs['draft_checkpoints'], checkpoint_inputs['installed_checkpoints']
     checkpoint_dir, checkpoint_free_bytes = checkpoint_inputs['checkpoint_dir'], checkpoint_inputs['checkpoint_free_bytes']
     checkpoint_min_free_gib = checkpoint_inputs['checkpoint_min_free_gib']
-    profile = _build(build, methods, sglang_version, sglang_python)
-    table = _method_table(methods or profile['methods'])
+    profile = build_profile(build, methods, sglang_version, sglang_python)
+    table = method_table(methods or profile['methods'])
     if profile is not None:
-        _check_table_flags(table, profile)
-    plan = _validate(spec, table, profile)
+        check_table_flags(table, profile)
+    plan = validate_spec(spec, table, profile)
     plan['sglang_build'] = {
         'name': profile['name'] if profile else 'custom',
         'description': profile['description'] if profile else 'the method table given to the plan (plan_methods)',
@@ -94,46 +94,46 @@ def campaign_plan(facts, spec, host=None, checkpoints=None):
         'version': sglang_version,
         'python': sglang_python,
     }
-    stoppable = {'units': _spec_stoppable(stoppable), 'processes': _spec_stoppable_processes(stoppable_processes)}
-    if not _is_int(base_port) or not 1024 <= base_port <= 65535:
-        _fail('base_port', 'is %r' % (base_port,), 'a port number in 1024-65535')
+    stoppable = {'units': spec_stoppable(stoppable), 'processes': spec_stoppable_processes(stoppable_processes)}
+    if not is_int(base_port) or not 1024 <= base_port <= 65535:
+        fail('base_port', 'is %r' % (base_port,), 'a port number in 1024-65535')
     weights_bytes = plan['model'].get('bytes') or model_bytes
-    if weights_bytes is not None and not _is_positive_int(weights_bytes):
-        _fail('model_bytes', 'is %r' % (weights_bytes,), 'a positive integer number of bytes (see specdec.bench.model_bytes)')
-    checkpoint_dir = _check_checkpoint_options(checkpoint_dir, checkpoint_free_bytes, checkpoint_min_free_gib)
-    checkpoints = None
+    if weights_bytes is not None and not is_positive_int(weights_bytes):
+        fail('model_bytes', 'is %r' % (weights_bytes,), 'a positive integer number of bytes (see specdec.bench.model_bytes)')
+    checkpoint_dir = check_checkpoint_options(checkpoint_dir, checkpoint_free_bytes, checkpoint_min_free_gib)
+    swept = None  # the (draft_checkpoint, why not) of a sweep, when a method uses the draft
     if plan['draft_sweep'] is not None and any('draft' in table[method]['uses'] for method, _matrix in plan['methods']):
-        checkpoints = _sweep_checkpoints(plan['draft_sweep'], draft_checkpoints, installed_checkpoints, checkpoint_dir)
-    host = _host_gpus(facts)
-    placements = [_place(tp, host, strict) for tp in plan['tp']]  # every host check before the first stage is built
-    busy_ports = _listening_ports(facts)
-    waves = _Waves(plan['parallel'])
+        swept = sweep_checkpoints(plan['draft_sweep'], draft_checkpoints, installed_checkpoints, checkpoint_dir)
+    gpus = host_gpus(facts)
+    placements = [place(tp, gpus, strict) for tp in plan['tp']]  # every host check before the first stage is built
+    busy_ports = listening_ports(facts)
+    waves = Waves(plan['parallel'])
     stages, port = [], base_port
     for tp, (slots, why_not) in zip(plan['tp'], placements):
-        pool = _pool_key(tp, slots, why_not)
+        pool = pool_key(tp, slots, why_not)
         for method, matrix in plan['methods']:
-            sweep = checkpoints if checkpoints is not None and 'draft' in table[method]['uses'] else [None]
+            sweep = swept if swept is not None and 'draft' in table[method]['uses'] else [None]
             for params, checkpoint in itertools.product(matrix, sweep):
-                port = _free_port(port, busy_ports, base_port, len(stages))
+                port = free_port(port, busy_ports, base_port, len(stages))
 
                 def build(slot, port=port, method=method, params=params, checkpoint=checkpoint, tp=tp, slots=slots, why_not=why_not):
                     indices = slots[slot]
-                    return _stage(plan, table, tp, indices, why_not, host, method, params, port, stoppable, weights_bytes, checkpoint,
-                                  pinning=stage_pinning([host[i] for i in indices], facts))
+                    return make_stage(plan, table, tp, indices, why_not, gpus, method, params, port, stoppable, weights_bytes,
+                                      checkpoint, pinning=stage_pinning([gpus[i] for i in indices], facts))
                 stage = waves.place(slots, build)
                 stage['pool'] = copy.deepcopy(pool)
                 stages.append(dict(index=len(stages), **stage))
                 port += 1
     waves.finish(stages)
-    alone = waves.interference_stage(stages, _free_port(port, busy_ports, base_port, len(stages)))
+    alone = waves.interference_stage(stages, free_port(port, busy_ports, base_port, len(stages)))
     if alone is not None:
         stages.append(dict(alone, index=len(stages)))
     seen = {}
     for stage in stages:  # a safety net: the spec checks above already make ids unique and safe
         if not _ID_RE.match(stage['id']) or len(stage['unit']) > 255:
-            _fail('stage id %r' % stage['id'], 'is not usable in a unit name', ID_PATTERN)
+            fail('stage id %r' % stage['id'], 'is not usable in a unit name', ID_PATTERN)
         if stage['id'] in seen:
-            _fail('stage %d (%s)' % (stage['index'], stage['id']), 'repeats stage %d' % seen[stage['id']], 'distinct stages')
+            fail('stage %d (%s)' % (stage['index'], stage['id']), 'repeats stage %d' % seen[stage['id']], 'distinct stages')
         seen[stage['id']] = stage['index']
-    _check_disk(stages, checkpoint_dir, checkpoint_free_bytes, checkpoint_min_free_gib)
+    check_disk(stages, checkpoint_dir, checkpoint_free_bytes, checkpoint_min_free_gib)
     return stages

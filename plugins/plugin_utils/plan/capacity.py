@@ -11,7 +11,7 @@ import json
 from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
-from .common import GIB, POSITIVE_INT, _gib, _is_number, _is_positive_int, _powers_of_two
+from .common import GIB, POSITIVE_INT, gib, is_number, is_positive_int, powers_of_two
 
 DEFAULT_MEM_FRACTION = 0.9
 DEFAULT_MIN_KV_HEADROOM_GIB = 4
@@ -27,7 +27,7 @@ def safetensors_total_size(index):
     total = ((index or {}).get('metadata') or {}).get('total_size') if isinstance(index, Mapping) else None
     if isinstance(total, str) and total.isdigit():
         total = int(total)
-    if not _is_positive_int(total):
+    if not is_positive_int(total):
         raise AnsibleFilterError('model_bytes: metadata.total_size of the safetensors index is %r; allowed: %s'
                                  % (total, POSITIVE_INT))
     return total
@@ -40,7 +40,7 @@ def _memory_mib(gpus, caller):
     memory = []
     for position, gpu in enumerate(gpus):
         mib = gpu.get('memory_total_mib') if isinstance(gpu, Mapping) else gpu
-        if not _is_number(mib) or mib <= 0:
+        if not is_number(mib) or mib <= 0:
             raise AnsibleFilterError('%s: gpus[%d].memory_total_mib is %r; allowed: a positive number of MiB'
                                      % (caller, position, mib))
         memory.append(mib)
@@ -48,11 +48,11 @@ def _memory_mib(gpus, caller):
 
 
 def _check_capacity_options(weights_bytes, mem_fraction, min_kv_headroom_gib, caller):
-    if not _is_number(weights_bytes) or weights_bytes <= 0:
+    if not is_number(weights_bytes) or weights_bytes <= 0:
         raise AnsibleFilterError('%s: model bytes are %r; allowed: a positive number of bytes' % (caller, weights_bytes))
-    if not _is_number(mem_fraction) or not 0 < mem_fraction <= 1:
+    if not is_number(mem_fraction) or not 0 < mem_fraction <= 1:
         raise AnsibleFilterError('%s: mem_fraction is %r; allowed: a number in (0, 1]' % (caller, mem_fraction))
-    if not _is_number(min_kv_headroom_gib) or min_kv_headroom_gib < 0:
+    if not is_number(min_kv_headroom_gib) or min_kv_headroom_gib < 0:
         raise AnsibleFilterError('%s: min_kv_headroom_gib is %r; allowed: a number >= 0' % (caller, min_kv_headroom_gib))
 
 
@@ -68,10 +68,10 @@ def _capacity(weights_bytes, memory_mib, tp, mem_fraction, min_kv_headroom_gib):
     headroom = usable - weights
     return {
         'tp': tp,
-        'gpu_memory_gib': _gib(gpu_gib),
-        'usable_per_gpu_gib': _gib(usable),
-        'weights_per_gpu_gib': _gib(weights),
-        'kv_headroom_per_gpu_gib': _gib(headroom),
+        'gpu_memory_gib': gib(gpu_gib),
+        'usable_per_gpu_gib': gib(usable),
+        'weights_per_gpu_gib': gib(weights),
+        'kv_headroom_per_gpu_gib': gib(headroom),
         'fits': headroom >= min_kv_headroom_gib,
     }
 
@@ -87,7 +87,7 @@ def fit_tp(weights_bytes, gpus, mem_fraction=DEFAULT_MEM_FRACTION, min_kv_headro
     """The smallest power-of-two TP size that holds the weights with KV headroom left, and how many such groups fit."""
     memory = _memory_mib(gpus, 'fit_tp')
     _check_capacity_options(weights_bytes, mem_fraction, min_kv_headroom_gib, 'fit_tp')
-    candidates = [_capacity(weights_bytes, memory, tp, mem_fraction, min_kv_headroom_gib) for tp in _powers_of_two(len(memory))]
+    candidates = [_capacity(weights_bytes, memory, tp, mem_fraction, min_kv_headroom_gib) for tp in powers_of_two(len(memory))]
     best = next((c for c in candidates if c['fits']), None)
     result = {
         'fits': best is not None,
@@ -95,10 +95,10 @@ def fit_tp(weights_bytes, gpus, mem_fraction=DEFAULT_MEM_FRACTION, min_kv_headro
         'dp_replicas': len(memory) // best['tp'] if best else 0,
         'weights_per_gpu_gib': best['weights_per_gpu_gib'] if best else None,
         'kv_headroom_per_gpu_gib': best['kv_headroom_per_gpu_gib'] if best else None,
-        'model_gib': _gib(weights_bytes / float(GIB)),
+        'model_gib': gib(weights_bytes / float(GIB)),
         'gpu_count': len(memory),
-        'gpu_memory_gib': _gib(min(memory) / 1024.0) if memory else None,
-        'usable_per_gpu_gib': _gib(mem_fraction * min(memory) / 1024.0) if memory else None,
+        'gpu_memory_gib': gib(min(memory) / 1024.0) if memory else None,
+        'usable_per_gpu_gib': gib(mem_fraction * min(memory) / 1024.0) if memory else None,
         'candidates': candidates,
         'reason': None,
     }
@@ -110,12 +110,12 @@ def fit_tp(weights_bytes, gpus, mem_fraction=DEFAULT_MEM_FRACTION, min_kv_headro
     return result
 
 
-def _fit(plan, stage_bytes, gpus, tp, host_memory):
+def stage_fit(plan, stage_bytes, gpus, tp, host_memory):
     """(capacity at this TP, why not); (None, None) when the model size is unknown."""
     if not stage_bytes:
         return None, None
     memory = [gpu.get('memory_total_mib') for gpu in gpus]
-    if not all(_is_number(mib) and mib > 0 for mib in memory + host_memory):
+    if not all(is_number(mib) and mib > 0 for mib in memory + host_memory):
         return None, 'GPU memory is unknown in the facts (memory_total_mib)'
     fit = _capacity(stage_bytes, memory, tp, plan['mem_fraction'], plan['min_kv_headroom_gib'])
     host_fit = fit_tp(stage_bytes, host_memory, plan['mem_fraction'], plan['min_kv_headroom_gib'])

@@ -15,8 +15,8 @@ from collections.abc import Mapping
 from ansible.errors import AnsibleFilterError
 from ansible_collections.specdec.bench.plugins.module_utils._checkpoint import INSTALLED_MANIFEST, select, step_of
 from ansible_collections.specdec.bench.plugins.module_utils._common import ID_PATTERN, ID_RE as _ID_RE
-from .common import (GIB, MODEL_KEYS, POSITIVE_INT, _check_id, _check_keys, _check_path, _fail, _is_int, _is_number,
-                     _is_positive_int, _one_line, size_text)
+from .common import (GIB, MODEL_KEYS, POSITIVE_INT, check_id, check_keys, check_path, fail, is_int, is_number,
+                     is_positive_int, one_line, size_text)
 
 # draft as a sweep: a list of these, a glob on this host, or a checkpoint set of a training run on another host
 DRAFT_ENTRY_KEYS = ('path', 'bytes', 'step')
@@ -30,44 +30,44 @@ DEFAULT_CHECKPOINT_MIN_FREE_GIB = 1
 
 def _optional_positive(draft, key):
     value = draft.get(key)
-    if value is not None and not _is_positive_int(value):
-        _fail('draft.%s' % key, 'is %r' % (value,), POSITIVE_INT + ', or left out (all)')
+    if value is not None and not is_positive_int(value):
+        fail('draft.%s' % key, 'is %r' % (value,), POSITIVE_INT + ', or left out (all)')
     return value
 
 
 def _draft_list(entries):
     """draft as a list: each a path or {path, bytes, step}; the step from the entry or the folder's name."""
     if not entries:
-        _fail('draft', 'is an empty list', 'a non-empty list of paths or {%s}' % ', '.join(DRAFT_ENTRY_KEYS))
+        fail('draft', 'is an empty list', 'a non-empty list of paths or {%s}' % ', '.join(DRAFT_ENTRY_KEYS))
     checked, steps, paths = [], {}, {}
     for position, entry in enumerate(entries):
         field = 'draft[%d]' % position
         if isinstance(entry, str):
             entry = {'path': entry}
-        _check_keys(entry, field, DRAFT_ENTRY_KEYS)
-        _check_path(entry.get('path'), field + '.path')
+        check_keys(entry, field, DRAFT_ENTRY_KEYS)
+        check_path(entry.get('path'), field + '.path')
         path = posixpath.normpath(entry['path'])
-        if entry.get('bytes') is not None and not _is_positive_int(entry['bytes']):
-            _fail(field + '.bytes', 'is %r' % (entry['bytes'],), 'a positive integer number of bytes')
+        if entry.get('bytes') is not None and not is_positive_int(entry['bytes']):
+            fail(field + '.bytes', 'is %r' % (entry['bytes'],), 'a positive integer number of bytes')
         name = posixpath.basename(path)
         step = entry.get('step')
         if step is None:
             step = step_of(name)
             if step is None or step < 1:
-                _fail(field + '.step', 'is missing and %s has no step in its name' % entry['path'],
-                      'a positive integer step, or a folder named by its step (checkpoint-4000)')
-        elif not _is_positive_int(step):
-            _fail(field + '.step', 'is %r' % (step,), 'a positive integer step')
+                fail(field + '.step', 'is missing and %s has no step in its name' % entry['path'],
+                     'a positive integer step, or a folder named by its step (checkpoint-4000)')
+        elif not is_positive_int(step):
+            fail(field + '.step', 'is %r' % (step,), 'a positive integer step')
         if step in steps:
-            _fail(field + '.step', 'repeats step %d of draft[%d] (a duplicate stage)' % (step, steps[step]), 'distinct steps')
+            fail(field + '.step', 'repeats step %d of draft[%d] (a duplicate stage)' % (step, steps[step]), 'distinct steps')
         if path in paths:
-            _fail(field + '.path', 'repeats %s of draft[%d] (a duplicate stage)' % (path, paths[path]), 'distinct paths')
+            fail(field + '.path', 'repeats %s of draft[%d] (a duplicate stage)' % (path, paths[path]), 'distinct paths')
         steps[step], paths[path] = position, position
         checked.append({'name': name, 'step': step, 'path': path, 'bytes': entry.get('bytes')})
     return {'kind': 'list', 'entries': checked}
 
 
-def _spec_draft(draft):
+def spec_draft(draft):
     """(the one draft {path, bytes} or {}, the sweep or None) after the checks that need no host."""
     if draft is None:
         return {}, None
@@ -76,26 +76,26 @@ def _spec_draft(draft):
     if isinstance(draft, (list, tuple)):
         return {}, _draft_list(draft)
     if isinstance(draft, Mapping) and 'run' in draft:
-        _check_keys(draft, 'draft', DRAFT_SET_KEYS)
-        _check_id(draft['run'], 'draft.run')
+        check_keys(draft, 'draft', DRAFT_SET_KEYS)
+        check_id(draft['run'], 'draft.run')
         host = draft.get('host')
-        if not isinstance(host, str) or not host or not _one_line(host) or host != host.strip():
-            _fail('draft.host', 'is %r' % (host,), 'the inventory name of the training host')
+        if not isinstance(host, str) or not host or not one_line(host) or host != host.strip():
+            fail('draft.host', 'is %r' % (host,), 'the inventory name of the training host')
         if draft.get('root') is not None:
-            _check_path(draft['root'], 'draft.root')
+            check_path(draft['root'], 'draft.root')
         return {}, {'kind': 'set', 'run': draft['run'], 'host': host, 'root': draft.get('root'),
                     'every': _optional_positive(draft, 'every'), 'last': _optional_positive(draft, 'last')}
     if isinstance(draft, Mapping) and 'glob' in draft:
-        _check_keys(draft, 'draft', DRAFT_GLOB_KEYS)
-        _check_path(draft['glob'], 'draft.glob')
+        check_keys(draft, 'draft', DRAFT_GLOB_KEYS)
+        check_path(draft['glob'], 'draft.glob')
         return {}, {'kind': 'glob', 'glob': draft['glob'],
                     'every': _optional_positive(draft, 'every'), 'last': _optional_positive(draft, 'last')}
     if isinstance(draft, Mapping) and any(key not in MODEL_KEYS for key in draft):
-        _fail('draft', 'has unknown key(s) %s' % ', '.join(sorted(str(key) for key in draft if key not in MODEL_KEYS)), DRAFT_FORMS)
-    _check_keys(draft, 'draft', MODEL_KEYS)
-    _check_path(draft.get('path'), 'draft.path')
-    if draft.get('bytes') is not None and not _is_positive_int(draft['bytes']):
-        _fail('draft.bytes', 'is %r' % (draft['bytes'],), 'a positive integer number of bytes')
+        fail('draft', 'has unknown key(s) %s' % ', '.join(sorted(str(key) for key in draft if key not in MODEL_KEYS)), DRAFT_FORMS)
+    check_keys(draft, 'draft', MODEL_KEYS)
+    check_path(draft.get('path'), 'draft.path')
+    if draft.get('bytes') is not None and not is_positive_int(draft['bytes']):
+        fail('draft.bytes', 'is %r' % (draft['bytes'],), 'a positive integer number of bytes')
     return dict(draft), None
 
 
@@ -103,24 +103,24 @@ def _records(records, field):
     """Checkpoint records as specdec.bench.checkpoint_facts returns them, checked: name, step, path, bytes."""
     allowed = 'checkpoint records as specdec.bench.checkpoint_facts returns them ({name, step, path, bytes, ...})'
     if not isinstance(records, (list, tuple)):
-        _fail(field, 'is %r' % (records,), 'a list of ' + allowed)
+        fail(field, 'is %r' % (records,), 'a list of ' + allowed)
     checked = []
     for position, record in enumerate(records):
         where = '%s[%d]' % (field, position)
         if not isinstance(record, Mapping):
-            _fail(where, 'is %r' % (record,), allowed)
+            fail(where, 'is %r' % (record,), allowed)
         name, path, size = record.get('name'), record.get('path'), record.get('bytes')
         if not isinstance(name, str) or not _ID_RE.match(name):
-            _fail(where + '.name', 'is %r' % (name,), 'a checkpoint folder name matching %s (checkpoint-4000)' % ID_PATTERN)
+            fail(where + '.name', 'is %r' % (name,), 'a checkpoint folder name matching %s (checkpoint-4000)' % ID_PATTERN)
         step = record.get('step') if record.get('step') is not None else step_of(name)
-        if not _is_int(step) or step < 0:
-            _fail(where + '.step', 'is %r' % (step,), 'the training step, an integer >= 0')
-        _check_path(path, where + '.path')
-        if not _is_int(size) or size < 0:
-            _fail(where + '.bytes', 'is %r' % (size,), 'the checkpoint\'s size, an integer number of bytes >= 0')
+        if not is_int(step) or step < 0:
+            fail(where + '.step', 'is %r' % (step,), 'the training step, an integer >= 0')
+        check_path(path, where + '.path')
+        if not is_int(size) or size < 0:
+            fail(where + '.bytes', 'is %r' % (size,), 'the checkpoint\'s size, an integer number of bytes >= 0')
         installed = record.get('installed')
         if installed is not None and not isinstance(installed, Mapping):
-            _fail(where + '.installed', 'is %r' % (installed,), 'null or the checkpoint\'s .specdec-checkpoint.json')
+            fail(where + '.installed', 'is %r' % (installed,), 'null or the checkpoint\'s .specdec-checkpoint.json')
         checked.append({'name': name, 'step': step, 'path': posixpath.normpath(path), 'bytes': size,
                         'installed': dict(installed) if installed else None})
     return checked
@@ -150,7 +150,7 @@ def _installed_here(record, dest, host, installed):
         dest, what, host, record['path'], record['bytes'])
 
 
-def _sweep_checkpoints(sweep, records, installed, checkpoint_dir):
+def sweep_checkpoints(sweep, records, installed, checkpoint_dir):
     """[(draft_checkpoint, why the stage cannot run or None)] of a sweep, in step order."""
     if sweep['kind'] == 'list':
         return [(dict(entry, run=None, source_host=None, source_path=entry['path'], present=True), None)
@@ -158,8 +158,8 @@ def _sweep_checkpoints(sweep, records, installed, checkpoint_dir):
     what = ('checkpoint set of run %s on %s' % (sweep['run'], sweep['host']) if sweep['kind'] == 'set'
             else 'glob %s' % sweep['glob'])
     if records is None:
-        _fail('draft', 'is a %s, and draft_checkpoints (the checkpoints it picks from) is not given' % what,
-              'draft_checkpoints as the campaign role lists them (specdec.bench.checkpoint_facts on the %s)' % (
+        fail('draft', 'is a %s, and draft_checkpoints (the checkpoints it picks from) is not given' % what,
+             'draft_checkpoints as the campaign role lists them (specdec.bench.checkpoint_facts on the %s)' % (
                   'training host' if sweep['kind'] == 'set' else 'benchmark host'))
     records = [record for record in _records(records, 'draft_checkpoints') if record['step'] >= 1]
     if sweep['kind'] == 'glob':
@@ -183,7 +183,7 @@ def _sweep_checkpoints(sweep, records, installed, checkpoint_dir):
     return result
 
 
-def _check_disk(stages, checkpoint_dir, free_bytes, min_free_gib):
+def check_disk(stages, checkpoint_dir, free_bytes, min_free_gib):
     """The checkpoints the feasible stages still need copied fit at checkpoint_dir, keeping min_free_gib free."""
     if free_bytes is None:
         return
@@ -203,10 +203,10 @@ def _check_disk(stages, checkpoint_dir, free_bytes, min_free_gib):
                 size_text(max(free_bytes, 0)), min_free_gib))
 
 
-def _check_checkpoint_options(checkpoint_dir, free_bytes, min_free_gib):
-    _check_path(checkpoint_dir, 'checkpoint_dir')
-    if free_bytes is not None and (not _is_int(free_bytes) or free_bytes < 0):
-        _fail('checkpoint_free_bytes', 'is %r' % (free_bytes,), 'the free bytes at checkpoint_dir, an integer >= 0, or null (not checked)')
-    if not _is_number(min_free_gib) or min_free_gib < 0:
-        _fail('checkpoint_min_free_gib', 'is %r' % (min_free_gib,), 'a number of GiB >= 0')
+def check_checkpoint_options(checkpoint_dir, free_bytes, min_free_gib):
+    check_path(checkpoint_dir, 'checkpoint_dir')
+    if free_bytes is not None and (not is_int(free_bytes) or free_bytes < 0):
+        fail('checkpoint_free_bytes', 'is %r' % (free_bytes,), 'the free bytes at checkpoint_dir, an integer >= 0, or null (not checked)')
+    if not is_number(min_free_gib) or min_free_gib < 0:
+        fail('checkpoint_min_free_gib', 'is %r' % (min_free_gib,), 'a number of GiB >= 0')
     return posixpath.normpath(checkpoint_dir)

@@ -15,7 +15,7 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.specdec.bench.plugins.module_utils._common import ID_PATTERN, ID_RE as _ID_RE
 
 GIB = 1024 ** 3
-_ENV_NAME_RE = re.compile(r'[A-Za-z_][A-Za-z0-9_]*\Z')
+ENV_NAME_RE = re.compile(r'[A-Za-z_][A-Za-z0-9_]*\Z')
 MODEL_KEYS = ('path', 'bytes')
 # a checkpoint's step in stage ids and params: tp1-dflash-n16-s400
 STEP_PARAM = 'step'
@@ -24,19 +24,19 @@ POSITIVE_INT = 'a positive integer (1, 2, 3, ...)'
 ONE_LINE = 'text on one line (no control characters: systemd ends a unit line at CR and NUL too)'
 
 
-def _is_int(value):
+def is_int(value):
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _is_number(value):
+def is_number(value):
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def _is_positive_int(value):
-    return _is_int(value) and value > 0
+def is_positive_int(value):
+    return is_int(value) and value > 0
 
 
-def _powers_of_two(limit):
+def powers_of_two(limit):
     sizes, size = [], 1
     while size <= limit:
         sizes.append(size)
@@ -44,36 +44,36 @@ def _powers_of_two(limit):
     return sizes
 
 
-def _gib(value):
+def gib(value):
     return round(value, 2)
 
 
-def _fail(field, problem, allowed):
+def fail(field, problem, allowed):
     raise AnsibleFilterError('campaign_plan: %s %s; allowed: %s' % (field, problem, allowed))
 
 
-def _one_line(text):
+def one_line(text):
     """True when text has no control character or line separator (what a unit file line cannot hold)."""
     return not any(unicodedata.category(char) in ('Cc', 'Zl', 'Zp') for char in text)
 
 
-def _check_keys(value, field, allowed):
+def check_keys(value, field, allowed):
     if not isinstance(value, Mapping):
-        _fail(field, 'is %r, not a mapping' % (value,), 'a mapping with keys %s' % ', '.join(allowed))
+        fail(field, 'is %r, not a mapping' % (value,), 'a mapping with keys %s' % ', '.join(allowed))
     unknown = sorted(str(key) for key in value if key not in allowed)
     if unknown:
-        _fail(field, 'has unknown key(s) %s' % ', '.join(unknown), ', '.join(allowed))
+        fail(field, 'has unknown key(s) %s' % ', '.join(unknown), ', '.join(allowed))
 
 
-def _check_id(value, field):
+def check_id(value, field):
     if not isinstance(value, str) or not _ID_RE.match(value):
-        _fail(field, 'is %r' % (value,), 'an id matching %s (lower-case letters, digits, ".", "_", "-"; '
-                                         'no "/", spaces or shell characters)' % ID_PATTERN)
+        fail(field, 'is %r' % (value,), 'an id matching %s (lower-case letters, digits, ".", "_", "-"; '
+                                        'no "/", spaces or shell characters)' % ID_PATTERN)
 
 
-def _check_path(value, field):
-    if not isinstance(value, str) or not value.startswith('/') or not _one_line(value):
-        _fail(field, 'is %r' % (value,), 'an absolute path on the host, ' + ONE_LINE)
+def check_path(value, field):
+    if not isinstance(value, str) or not value.startswith('/') or not one_line(value):
+        fail(field, 'is %r' % (value,), 'an absolute path on the host, ' + ONE_LINE)
 
 
 def size_text(value):

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from ansible.errors import AnsibleFilterError
 from ansible_collections.specdec.bench.plugins.module_utils._common import ID_PATTERN, ID_RE as _ID_RE
 from ansible_collections.specdec.bench.plugins.plugin_utils import sglang_build as builds
-from .common import _ENV_NAME_RE, ONE_LINE, POSITIVE_INT, _fail, _is_positive_int, _one_line
+from .common import ENV_NAME_RE, ONE_LINE, POSITIVE_INT, fail, is_positive_int, one_line
 
 _FLAG_RE = re.compile(r'--[A-Za-z0-9][A-Za-z0-9_-]*\Z')
 METHOD_TABLE_KEYS = ('args', 'env', 'params', 'description')
@@ -25,38 +25,38 @@ STAGE_FIELDS = ('model', 'draft', 'tp', 'port')
 COMMON_FLAGS = ('--model-path', '--tp-size', '--host', '--port', '--mem-fraction-static')
 
 
-def _arg_items(args, field):
+def arg_items(args, field):
     """A list of '--flag' strings and [flag, value] pairs, as lists of strings."""
     if not isinstance(args, (list, tuple)):
-        _fail(field, 'is %r' % (args,), "a list of '--flag' strings and [flag, value] pairs")
+        fail(field, 'is %r' % (args,), "a list of '--flag' strings and [flag, value] pairs")
     items = []
     for position, item in enumerate(args):
         item_field = '%s[%d]' % (field, position)
         pair = isinstance(item, (list, tuple))
         flag = item[0] if pair and item else item
         if (pair and len(item) != 2) or not isinstance(flag, str) or not _FLAG_RE.match(flag):
-            _fail(item_field, 'is %r' % (item,), "'--flag' or [--flag, value], the flag matching %s" % _FLAG_RE.pattern[:-2])
+            fail(item_field, 'is %r' % (item,), "'--flag' or [--flag, value], the flag matching %s" % _FLAG_RE.pattern[:-2])
         if pair:
             value = item[1]
-            if isinstance(value, bool) or not isinstance(value, (str, int, float)) or not _one_line(str(value)):
-                _fail(item_field + '[1]', 'is %r' % (value,), 'a string or number, ' + ONE_LINE)
+            if isinstance(value, bool) or not isinstance(value, (str, int, float)) or not one_line(str(value)):
+                fail(item_field + '[1]', 'is %r' % (value,), 'a string or number, ' + ONE_LINE)
             items.append([flag, str(value)])
         else:
             items.append(flag)
     return items
 
 
-def _env_items(env, field):
+def env_items(env, field):
     if env is None:
         return {}
     if not isinstance(env, Mapping):
-        _fail(field, 'is %r' % (env,), 'a mapping of environment variable names to values')
+        fail(field, 'is %r' % (env,), 'a mapping of environment variable names to values')
     items = {}
     for name, value in env.items():
-        if not isinstance(name, str) or not _ENV_NAME_RE.match(name):
-            _fail('%s key %r' % (field, name), 'is not an environment variable name', _ENV_NAME_RE.pattern[:-2])
-        if isinstance(value, bool) or not isinstance(value, (str, int, float)) or not _one_line(str(value)):
-            _fail('%s.%s' % (field, name), 'is %r' % (value,), 'a string or number, ' + ONE_LINE)
+        if not isinstance(name, str) or not ENV_NAME_RE.match(name):
+            fail('%s key %r' % (field, name), 'is not an environment variable name', ENV_NAME_RE.pattern[:-2])
+        if isinstance(value, bool) or not isinstance(value, (str, int, float)) or not one_line(str(value)):
+            fail('%s.%s' % (field, name), 'is %r' % (value,), 'a string or number, ' + ONE_LINE)
         items[name] = str(value)
     return items
 
@@ -75,7 +75,7 @@ def _template_fields(text, field, known):
     return names
 
 
-def _method_table(methods):
+def method_table(methods):
     """Validated per-method table (a build profile's methods, or plan_methods): name -> {args, env, params}, and the fields each uses."""
     if not isinstance(methods, Mapping) or not methods:
         raise AnsibleFilterError('campaign_plan: methods (the per-method table: plan_methods or a build profile\'s) is %r; allowed: '
@@ -91,7 +91,7 @@ def _method_table(methods):
         params = {}
         for param, rule in (entry.get('params') or {}).items():
             rule = rule or {}
-            if (not isinstance(param, str) or not _ENV_NAME_RE.match(param) or param in STAGE_FIELDS
+            if (not isinstance(param, str) or not ENV_NAME_RE.match(param) or param in STAGE_FIELDS
                     or not isinstance(rule, Mapping) or any(key not in PARAM_KEYS for key in rule)):
                 raise AnsibleFilterError('campaign_plan: %s.params.%s is %r; allowed: a name other than %s with keys %s'
                                          % (where, param, rule, ', '.join(STAGE_FIELDS), ', '.join(PARAM_KEYS)))
@@ -102,13 +102,13 @@ def _method_table(methods):
             if not isinstance(short, str) or not re.match(r'[a-z0-9_]+\Z', short):
                 raise AnsibleFilterError('campaign_plan: %s.params.%s.short is %r; allowed: [a-z0-9_]+' % (where, param, short))
             default = rule.get('default')
-            if default is not None and not _is_positive_int(default):
+            if default is not None and not is_positive_int(default):
                 raise AnsibleFilterError('campaign_plan: %s.params.%s.default is %r; allowed: %s' % (where, param, default, POSITIVE_INT))
             # a parameter without a default must be given, whatever `required` says: its templates need a value
             params[param] = {'required': bool(rule.get('required')) or default is None, 'default': default, 'short': short}
         known = STAGE_FIELDS + tuple(params)
-        args = _arg_items(entry.get('args') or [], where + '.args')
-        env = _env_items(entry.get('env'), where + '.env')
+        args = arg_items(entry.get('args') or [], where + '.args')
+        env = env_items(entry.get('env'), where + '.env')
         uses = set()
         for position, item in enumerate(args):
             if isinstance(item, list):
@@ -119,15 +119,15 @@ def _method_table(methods):
     return table
 
 
-def _flag_name(item):
+def flag_name(item):
     return item[0] if isinstance(item, list) else item
 
 
-def _check_table_flags(table, build):
+def check_table_flags(table, build):
     """Every flag of the method table is one the build's SGLang parser knows by that exact name."""
     for method, entry in table.items():
         for position, item in enumerate(entry['args']):
-            flag = _flag_name(item)
+            flag = flag_name(item)
             how, option = builds.resolve_flag(build['options'], flag)
             if how != 'exact':
                 raise AnsibleFilterError(
@@ -138,38 +138,38 @@ def _check_table_flags(table, build):
                         build['options_file'], ' and ' + ', '.join(build['extra_flags']) if build['extra_flags'] else ''))
 
 
-def _check_extra_args(extra_args, planned, build):
+def check_extra_args(extra_args, planned, build):
     """No extra flag may set what the plan sets: not by its name, an alias or an abbreviation SGLang accepts."""
     planned_list = ', '.join(sorted(planned))
     for position, item in enumerate(extra_args):
-        flag, field = _flag_name(item), 'extra_args[%d]' % position
+        flag, field = flag_name(item), 'extra_args[%d]' % position
         if flag in planned:
-            _fail(field, 'repeats %s, which the plan sets' % flag, 'flags other than %s' % planned_list)
+            fail(field, 'repeats %s, which the plan sets' % flag, 'flags other than %s' % planned_list)
         if build is None:  # a method table of the user's own with no build: abbreviations of planned flags only
             prefixed = sorted(other for other in planned if other.startswith(flag))
             if prefixed:
-                _fail(field, 'is %s, an abbreviation of %s, which the plan sets (SGLang accepts abbreviations)'
-                      % (flag, ', '.join(prefixed)), 'flags other than %s' % planned_list)
+                fail(field, 'is %s, an abbreviation of %s, which the plan sets (SGLang accepts abbreviations)'
+                     % (flag, ', '.join(prefixed)), 'flags other than %s' % planned_list)
             continue
         how, option = builds.resolve_flag(build['options'], flag)
         where = 'SGLang %s (build %s)' % (build['sglang_version'], build['name'])
         if how == 'unknown':
-            _fail(field, 'is %s, which %s does not know (it would exit with "unrecognized arguments")' % (flag, where),
-                  'an option of that build')
+            fail(field, 'is %s, which %s does not know (it would exit with "unrecognized arguments")' % (flag, where),
+                 'an option of that build')
         if how == 'ambiguous':
-            _fail(field, 'is %s, which %s finds ambiguous (it could match %s)' % (flag, where, ', '.join(option)),
-                  'an option of that build, spelled out')
+            fail(field, 'is %s, which %s finds ambiguous (it could match %s)' % (flag, where, ', '.join(option)),
+                 'an option of that build, spelled out')
         sets = [other for other in planned if (builds.resolve_flag(build['options'], other)[1] or {}).get('dest') == option['dest']]
         if sets:
-            _fail(field, 'is %s, which %s reads as %s (%s of it), which the plan sets' % (
+            fail(field, 'is %s, which %s reads as %s (%s of it), which the plan sets' % (
                 flag, where, option['flags'][0], 'an alias' if how == 'exact' else 'an abbreviation'),
                 'flags other than %s and their aliases and abbreviations' % planned_list)
 
 
-def _build(build, methods, sglang_version, sglang_python):
+def build_profile(build, methods, sglang_version, sglang_python):
     """The SGLang build profile the stages are made for (None: a user's own method table and no build named)."""
     if build is not None and not isinstance(build, str):
-        _fail('sglang_build', 'is %r' % (build,), 'the name of a build profile')
+        fail('sglang_build', 'is %r' % (build,), 'the name of a build profile')
     if not build and methods:
         return None
     try:

@@ -10,15 +10,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ansible_collections.specdec.bench.plugins.module_utils._host_probe import format_cpu_list, parse_cpu_list
-from .common import _fail, _is_int, _powers_of_two
+from .common import fail, is_int, powers_of_two
 
 
-def _host_gpus(facts):
+def host_gpus(facts):
     gpus = (facts or {}).get('nvidia_gpus') or []
-    return dict((gpu.get('index'), gpu) for gpu in gpus if _is_int(gpu.get('index')))
+    return dict((gpu.get('index'), gpu) for gpu in gpus if is_int(gpu.get('index')))
 
 
-def _place(tp, host, strict):
+def place(tp, host, strict):
     """(slots, why not) for one TP entry on this host; host problems raise when strict.
 
     A slot is the GPU indices of one stage: the pins, or the first size GPUs of the host (one slot), or each consecutive
@@ -27,8 +27,8 @@ def _place(tp, host, strict):
     indices = sorted(host)
     if tp['size'] > len(indices):
         if strict:
-            _fail(tp['field'] + '.size', 'is %d, larger than the host\'s %d GPU(s)' % (tp['size'], len(indices)),
-                  ', '.join(str(size) for size in _powers_of_two(len(indices))) or 'none (the host has no GPU)')
+            fail(tp['field'] + '.size', 'is %d, larger than the host\'s %d GPU(s)' % (tp['size'], len(indices)),
+                 ', '.join(str(size) for size in powers_of_two(len(indices))) or 'none (the host has no GPU)')
         return [[]], 'too few GPUs: TP%d needs %d, the host has %d' % (tp['size'], tp['size'], len(indices))
     given, key, what = (tp['pins'], 'gpus', 'pinned') if tp['pool'] is None else (tp['pool'], 'pool', 'pool')
     if given is None:
@@ -36,9 +36,9 @@ def _place(tp, host, strict):
     missing = [pin for pin in given if pin not in host]
     if missing:
         if strict:
-            _fail('%s.%s[%d]' % (tp['field'], key, given.index(missing[0])),
-                  '%s GPU %d, which the host does not have' % ('pins' if key == 'gpus' else 'lists', missing[0]),
-                  'the host\'s GPU indices %s' % ', '.join(str(i) for i in indices))
+            fail('%s.%s[%d]' % (tp['field'], key, given.index(missing[0])),
+                 '%s GPU %d, which the host does not have' % ('pins' if key == 'gpus' else 'lists', missing[0]),
+                 'the host\'s GPU indices %s' % ', '.join(str(i) for i in indices))
         return [[]], '%s GPU(s) %s do not exist on the host (indices %s)' % (
             what, ', '.join(str(i) for i in missing), ', '.join(str(i) for i in indices))
     return _pool_slots(given, tp['size'])[0], None
@@ -50,7 +50,7 @@ def _pool_slots(pool, size):
     return [list(pool[start:start + size]) for start in range(0, whole, size)], list(pool[whole:])
 
 
-def _pool_key(tp, slots, why_not):
+def pool_key(tp, slots, why_not):
     """A stage's `pool`: None without one; else its TP entry's id, the pool's GPUs, the size, its slots (none when the
     GPUs are missing) and the leftover GPUs no slot uses."""
     if tp['pool'] is None:
@@ -60,7 +60,7 @@ def _pool_key(tp, slots, why_not):
             'slots': [] if why_not else [list(slot) for slot in slots], 'unused': leftover}
 
 
-def _cpu_set(text):
+def cpu_set(text):
     """A cpulist fact as a set; None when absent or not a cpulist (nvidia-smi prints N/A where it does not know)."""
     if not isinstance(text, str) or not text.strip():
         return None
@@ -80,7 +80,7 @@ def _pin_set(gpus, key, what, host_set, host_fact):
     """(cpulist, None) of the GPUs' key facts kept to host_set, or (None, why not)."""
     if host_set is None:
         return None, 'the host\'s online %s are unknown (%s; probe again)' % ('CPUs' if what == 'CPUs' else 'NUMA nodes', host_fact)
-    sets = [_cpu_set(_gpu_topology(gpu, key)) for gpu in gpus]
+    sets = [cpu_set(_gpu_topology(gpu, key)) for gpu in gpus]
     unknown = [gpu.get('index') for gpu, found in zip(gpus, sets) if found is None]
     if unknown:
         return None, 'GPU %s %s no %s in the facts (nvidia-smi topo -m)' % (
@@ -105,11 +105,11 @@ def stage_pinning(gpus, facts):
     if not gpus:
         return None, None, 'no GPUs placed: not pinned'
     cpu = ((facts or {}).get('specdec_host') or {}).get('cpu') or {}
-    host_cpus, allowed = _cpu_set(cpu.get('online')), _cpu_set(cpu.get('allowed'))
+    host_cpus, allowed = cpu_set(cpu.get('online')), cpu_set(cpu.get('allowed'))
     if host_cpus is not None and allowed is not None:
         host_cpus &= allowed
     cpus, cpu_note = _pin_set(gpus, 'cpu_affinity', 'CPUs', host_cpus, 'specdec_host.cpu.online')
-    nodes, node_note = _pin_set(gpus, 'numa_affinity', 'NUMA node', _cpu_set(cpu.get('numa_nodes')), 'specdec_host.cpu.numa_nodes')
+    nodes, node_note = _pin_set(gpus, 'numa_affinity', 'NUMA node', cpu_set(cpu.get('numa_nodes')), 'specdec_host.cpu.numa_nodes')
     notes = []
     if cpu_note:
         notes.append(cpu_note + ': not pinned' + (' to CPUs' if nodes else ''))
@@ -118,15 +118,15 @@ def stage_pinning(gpus, facts):
     return cpus, nodes, '; '.join(notes) or None
 
 
-def _listening_ports(facts):
+def listening_ports(facts):
     ports = ((facts or {}).get('specdec_host') or {}).get('listening_ports') or []
     return set(port.get('port') if isinstance(port, Mapping) else port for port in ports)
 
 
-def _free_port(port, busy_ports, base_port, count):
+def free_port(port, busy_ports, base_port, count):
     """The first port from port on that nothing on the host listens on, for the stage after count stages."""
     while port in busy_ports:
         port += 1
     if port > 65535:
-        _fail('base_port', 'is %d, too high for %d stages' % (base_port, count + 1), 'a lower port')
+        fail('base_port', 'is %d, too high for %d stages' % (base_port, count + 1), 'a lower port')
     return port

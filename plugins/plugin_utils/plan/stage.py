@@ -11,7 +11,7 @@ import copy
 import fnmatch
 
 from ansible_collections.specdec.bench.plugins.module_utils._process import RESTORED_SERVICE
-from .capacity import _fit
+from .capacity import stage_fit
 from .common import STEP_PARAM, STEP_SHORT
 
 HOST = '127.0.0.1'
@@ -68,7 +68,7 @@ def _common_args(plan, tp, port):
     ]
 
 
-def _stage(plan, table, tp, indices, why_not, host, method, params, port, stoppable, weights_bytes, checkpoint=None, pinning=(None, None, None)):
+def make_stage(plan, table, tp, indices, why_not, host, method, params, port, stoppable, weights_bytes, checkpoint=None, pinning=(None, None, None)):
     """One stage; checkpoint: (draft_checkpoint, why it cannot run or None) for a stage of a draft sweep, else None;
     pinning: stage_pinning's (cpu_affinity, numa_nodes, pin_note) for its GPUs."""
     entry = table[method]
@@ -93,7 +93,7 @@ def _stage(plan, table, tp, indices, why_not, host, method, params, port, stoppa
         stage_bytes += draft_bytes  # the draft model shares the stage's GPUs
     fit = None
     if reason is None:
-        fit, reason = _fit(plan, stage_bytes, gpus, tp['size'], [host[index].get('memory_total_mib') for index in sorted(host)])
+        fit, reason = stage_fit(plan, stage_bytes, gpus, tp['size'], [host[index].get('memory_total_mib') for index in sorted(host)])
     values = dict(params, model=plan['model']['path'], draft=draft, tp=tp['size'], port=port)
     sglang_args = _common_args(plan, tp['size'], port)
     sglang_args += [[item[0], item[1].format_map(values)] if isinstance(item, list) else item for item in entry['args']]
@@ -141,7 +141,7 @@ def _stage(plan, table, tp, indices, why_not, host, method, params, port, stoppa
         'conflicts': sorted(set(h['unit'] if h['unit'] else 'process %s' % h['stoppable_process']
                                 for h in holders if h['unit'] or h['stoppable_process'])),
         'blocked': any(not h['stoppable'] for h in holders),
-        # when it runs (_Waves): its wave and the stages in it, why it runs alone, the stage it re-runs alone; its TP's pool
+        # when it runs (Waves): its wave and the stages in it, why it runs alone, the stage it re-runs alone; its TP's pool
         'wave': None,
         'wave_stages': [],
         'alone': None,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import copy
 
 from ansible_collections.specdec.bench.plugins.module_utils._host_probe import format_cpu_list
-from .placement import _cpu_set
+from .placement import cpu_set
 from .stage import UNIT_PREFIX
 
 # the stage appended to a parallel campaign, re-running the first stage of its largest wave alone
@@ -46,7 +46,7 @@ def _chunks(items, count):
     return chunks
 
 
-class _Waves:
+class Waves:
     """Groups stages into waves, the stages run at the same time, greedy in plan order (see campaign_plan.yml).
 
     limit: the most stages of a wave (None: no limit); 1 is one stage at a time, each feasible stage its own wave, every
@@ -106,7 +106,7 @@ class _Waves:
         earlier set gave away, in consecutive chunks in plan order; too few CPUs for its stages, a set is shared."""
         groups = {}
         for stage in members:
-            cpus = _cpu_set(stage['cpu_affinity'])
+            cpus = cpu_set(stage['cpu_affinity'])
             if cpus:
                 groups.setdefault(frozenset(cpus), []).append(stage)
         given, sharing = set(), []
@@ -119,8 +119,8 @@ class _Waves:
             for stage, chunk in zip(group, _chunks(free, len(group))):
                 stage['cpu_affinity'] = format_cpu_list(chunk)
         for stage in sharing:
-            cpus = _cpu_set(stage['cpu_affinity'])
-            others = sum(1 for other in members if other is not stage and cpus & (_cpu_set(other['cpu_affinity']) or set()))
+            cpus = cpu_set(stage['cpu_affinity'])
+            others = sum(1 for other in members if other is not stage and cpus & (cpu_set(other['cpu_affinity']) or set()))
             note = 'shares CPUs %s with %d other stage(s) of wave %d: fewer online CPUs local to its GPUs than stages' % (
                 stage['cpu_affinity'], others, wave)
             stage['pin_note'] = '; '.join(text for text in (stage['pin_note'], note) if text)

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from ansible.errors import AnsibleFilterError
 from ansible_collections.specdec.bench.plugins.module_utils._common import temperature_tag
 from ansible_collections.specdec.bench.plugins.plugin_utils import datasets as prompt_sets
-from .common import _ENV_NAME_RE, POSITIVE_INT, _check_keys, _fail, _is_int, _is_number, _is_positive_int
+from .common import ENV_NAME_RE, POSITIVE_INT, check_keys, fail, is_int, is_number, is_positive_int
 
 # the random set's sizes: required unless workload.datasets names no random set (or gives them on its entry)
 WORKLOAD_RANDOM = ('input_len', 'output_len', 'num_prompts')
@@ -35,16 +35,16 @@ def _temperatures(value):
     field = 'workload.temperature'
     values = value if isinstance(value, (list, tuple)) else [value]
     if not values:
-        _fail(field, 'is an empty list', 'a number >= 0 or a non-empty list of them (a sweep; default [0])')
+        fail(field, 'is an empty list', 'a number >= 0 or a non-empty list of them (a sweep; default [0])')
     temperatures, tags = [], {}
     for position, item in enumerate(values):
         item_field = '%s[%d]' % (field, position) if isinstance(value, (list, tuple)) else field
-        if not _is_number(item) or item < 0:
-            _fail(item_field, 'is %r' % (item,), 'a number >= 0 (0 is greedy)')
+        if not is_number(item) or item < 0:
+            fail(item_field, 'is %r' % (item,), 'a number >= 0 (0 is greedy)')
         tag = temperature_tag(item)  # results are named by it (result-<dataset>-t<tag>-c<n>.json): it must be unique
         if tag in tags:
-            _fail(item_field, 'repeats %r as t%s, as %s[%d] (a duplicate run)' % (item, tag, field, tags[tag]),
-                  'distinct temperatures, at most 6 significant digits')
+            fail(item_field, 'repeats %r as t%s, as %s[%d] (a duplicate run)' % (item, tag, field, tags[tag]),
+                 'distinct temperatures, at most 6 significant digits')
         tags[tag] = position
         temperatures.append(float(item))
     return temperatures
@@ -56,15 +56,15 @@ def _template_kwargs(kwargs):
     if kwargs is None:
         return {}
     if not isinstance(kwargs, Mapping):
-        _fail(field, 'is %r' % (kwargs,), 'a mapping of template variable names to values, such as {enable_thinking: false}')
+        fail(field, 'is %r' % (kwargs,), 'a mapping of template variable names to values, such as {enable_thinking: false}')
     for name, value in kwargs.items():
-        if not isinstance(name, str) or not _ENV_NAME_RE.match(name) or name in TEMPLATE_RESERVED:
-            _fail('%s key %r' % (field, name), 'is not a template variable the spec may set',
-                  'names matching %s other than %s (the harness sets those)' % (_ENV_NAME_RE.pattern[:-2], ', '.join(TEMPLATE_RESERVED)))
+        if not isinstance(name, str) or not ENV_NAME_RE.match(name) or name in TEMPLATE_RESERVED:
+            fail('%s key %r' % (field, name), 'is not a template variable the spec may set',
+                 'names matching %s other than %s (the harness sets those)' % (ENV_NAME_RE.pattern[:-2], ', '.join(TEMPLATE_RESERVED)))
         try:
             json.dumps(value, allow_nan=False)
         except (TypeError, ValueError):
-            _fail('%s.%s' % (field, name), 'is %r' % (value,), 'a JSON value (string, number, boolean, null, list, mapping)')
+            fail('%s.%s' % (field, name), 'is %r' % (value,), 'a JSON value (string, number, boolean, null, list, mapping)')
     return json.loads(json.dumps(dict(kwargs)))
 
 
@@ -81,36 +81,36 @@ def _datasets(workload):
         for key in WORKLOAD_RANDOM:
             if entry.get(key) is not None:
                 continue
-            if not _is_positive_int(workload.get(key)):
+            if not is_positive_int(workload.get(key)):
                 if 'datasets' not in workload:  # today's spec, today's message
-                    _fail('workload.%s' % key, 'is %r' % (workload.get(key),), POSITIVE_INT)
-                _fail('workload.datasets[%d].%s' % (position, key), 'is missing and workload.%s is %r' % (key, workload.get(key)),
-                      '%s, on the random entry or in workload.%s' % (POSITIVE_INT, key))
+                    fail('workload.%s' % key, 'is %r' % (workload.get(key),), POSITIVE_INT)
+                fail('workload.datasets[%d].%s' % (position, key), 'is missing and workload.%s is %r' % (key, workload.get(key)),
+                     '%s, on the random entry or in workload.%s' % (POSITIVE_INT, key))
             entry[key] = workload[key]
     return checked
 
 
-def _spec_workload(workload):
+def spec_workload(workload):
     """The workload every stage runs: today's random-set keys as given, and the datasets and sampling, defaults filled."""
-    _check_keys(workload, 'workload', WORKLOAD_RANDOM + WORKLOAD_OPTIONAL)
+    check_keys(workload, 'workload', WORKLOAD_RANDOM + WORKLOAD_OPTIONAL)
     for key in WORKLOAD_RANDOM:
-        if key in workload and not _is_positive_int(workload[key]):
-            _fail('workload.%s' % key, 'is %r' % (workload[key],), POSITIVE_INT)
+        if key in workload and not is_positive_int(workload[key]):
+            fail('workload.%s' % key, 'is %r' % (workload[key],), POSITIVE_INT)
     for key in ('seed', 'warmup_requests'):
-        if key in workload and (not _is_int(workload[key]) or workload[key] < 0):
-            _fail('workload.%s' % key, 'is %r' % (workload[key],), 'an integer >= 0')
+        if key in workload and (not is_int(workload[key]) or workload[key] < 0):
+            fail('workload.%s' % key, 'is %r' % (workload[key],), 'an integer >= 0')
     rate = workload.get('request_rate', 'inf')
-    if rate != 'inf' and (not _is_number(rate) or rate <= 0):
-        _fail('workload.request_rate', 'is %r' % (rate,), 'a positive number of requests per second, or "inf"')
+    if rate != 'inf' and (not is_number(rate) or rate <= 0):
+        fail('workload.request_rate', 'is %r' % (rate,), 'a positive number of requests per second, or "inf"')
     top_p = workload.get('top_p', DEFAULT_TOP_P)
-    if not _is_number(top_p) or not 0 < top_p <= 1:
-        _fail('workload.top_p', 'is %r' % (top_p,), 'a number in (0, 1] (1: no nucleus cut, the default)')
+    if not is_number(top_p) or not 0 < top_p <= 1:
+        fail('workload.top_p', 'is %r' % (top_p,), 'a number in (0, 1] (1: no nucleus cut, the default)')
     top_k = workload.get('top_k', DEFAULT_TOP_K)
-    if not _is_int(top_k) or not (top_k == -1 or top_k >= 1):
-        _fail('workload.top_k', 'is %r' % (top_k,), 'an integer >= 1, or -1 (no top-k cut, the default)')
+    if not is_int(top_k) or not (top_k == -1 or top_k >= 1):
+        fail('workload.top_k', 'is %r' % (top_k,), 'an integer >= 1, or -1 (no top-k cut, the default)')
     stop_at_eos = workload.get('stop_at_eos', True)
     if not isinstance(stop_at_eos, bool):
-        _fail('workload.stop_at_eos', 'is %r' % (stop_at_eos,), 'true (the default: generation ends at EOS) or false')
+        fail('workload.stop_at_eos', 'is %r' % (stop_at_eos,), 'true (the default: generation ends at EOS) or false')
     result = dict((key, workload[key]) for key in WORKLOAD_RANDOM + ('seed', 'request_rate', 'warmup_requests')
                   if key in workload)
     if 'request_rate' in result and rate != 'inf' and math.isinf(rate):
@@ -123,22 +123,22 @@ def _spec_workload(workload):
     return result
 
 
-def _spec_concurrency(concurrency):
+def spec_concurrency(concurrency):
     values = concurrency if isinstance(concurrency, (list, tuple)) else None
     if not values:
-        _fail('concurrency', 'is %r' % (concurrency,), 'a non-empty list of positive integers')
+        fail('concurrency', 'is %r' % (concurrency,), 'a non-empty list of positive integers')
     for position, value in enumerate(values):
-        if not _is_positive_int(value):
-            _fail('concurrency[%d]' % position, 'is %r' % (value,), POSITIVE_INT)
+        if not is_positive_int(value):
+            fail('concurrency[%d]' % position, 'is %r' % (value,), POSITIVE_INT)
         if value in values[:position]:
-            _fail('concurrency[%d]' % position, 'repeats %r' % (value,), 'distinct positive integers')
+            fail('concurrency[%d]' % position, 'repeats %r' % (value,), 'distinct positive integers')
     return list(values)
 
 
-def _spec_repeats(repeats):
+def spec_repeats(repeats):
     """How many times each dataset, temperature and concurrency of a stage is measured: 1 unless given."""
     if repeats is None:
         return DEFAULT_REPEATS
-    if not _is_int(repeats) or not 1 <= repeats <= MAX_REPEATS:
-        _fail('spec.repeats', 'is %r' % (repeats,), 'an integer from 1 to %d (default %d)' % (MAX_REPEATS, DEFAULT_REPEATS))
+    if not is_int(repeats) or not 1 <= repeats <= MAX_REPEATS:
+        fail('spec.repeats', 'is %r' % (repeats,), 'an integer from 1 to %d (default %d)' % (MAX_REPEATS, DEFAULT_REPEATS))
     return repeats
