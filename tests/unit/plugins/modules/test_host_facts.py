@@ -18,9 +18,25 @@ from ansible_collections.specdec.bench.plugins.modules import host_facts
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..', 'fixtures')
 
 
+# The /proc and /etc files host_facts reads, captured in a podman container (Debian bookworm); test_probe uses them too.
+PODMAN_FILES = {
+    '/proc/self/mountinfo': 'mountinfo.txt',
+    '/proc/meminfo': 'meminfo.txt',
+    '/proc/net/tcp': 'proc_net_tcp.txt',
+    '/proc/net/tcp6': 'proc_net_tcp6.txt',
+    '/etc/os-release': 'os-release.txt',
+    '/proc/1/cgroup': 'pid1_cgroup.txt',
+}
+
+
 def read(*parts):
     with open(os.path.join(FIXTURES, *parts), encoding='utf-8') as handle:
         return handle.read()
+
+
+def podman_files():
+    """{path on the host: its captured text} of PODMAN_FILES."""
+    return {path: read('proc', 'bookworm-podman', name) for path, name in PODMAN_FILES.items()}
 
 
 def test_this_machine(run_module, tmp_path):
@@ -126,14 +142,7 @@ def test_python_env_that_fails(monkeypatch, run_module, tmp_path):
 
 def test_proc_files_replayed(monkeypatch, run_module):
     """/proc and /etc read from the real podman captures: ports, memory, OS, container markers, GPU visibility of PID 1."""
-    captured = {
-        '/proc/self/mountinfo': read('proc', 'bookworm-podman', 'mountinfo.txt'),
-        '/proc/meminfo': read('proc', 'bookworm-podman', 'meminfo.txt'),
-        '/proc/net/tcp': read('proc', 'bookworm-podman', 'proc_net_tcp.txt'),
-        '/proc/net/tcp6': read('proc', 'bookworm-podman', 'proc_net_tcp6.txt'),
-        '/etc/os-release': read('proc', 'bookworm-podman', 'os-release.txt'),
-        '/proc/1/cgroup': read('proc', 'bookworm-podman', 'pid1_cgroup.txt'),
-    }
+    captured = podman_files()
     with open(os.path.join(FIXTURES, 'proc', 'bookworm-podman', 'pid1_environ.bin'), 'rb') as handle:
         environ = handle.read() + b'NVIDIA_VISIBLE_DEVICES=0,1\x00'
 

@@ -18,6 +18,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.specdec.bench.plugins.module_utils import _gpu_probe, _host_probe, _unit_probe
 from ansible_collections.specdec.bench.plugins.modules import gpu_facts, host_facts, probe, unit_facts
+from test_host_facts import podman_files  # pylint: disable=import-error
 
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..', 'fixtures')
 SMI = '/usr/bin/nvidia-smi'
@@ -58,16 +59,11 @@ class Host:
         self.cgroups = dict(cgroup_texts or {})
         self.run_dir = tmp_path / 'run-systemd-system'
         self.run_dir.mkdir()
-        self.files = {
-            '/proc/self/mountinfo': read('proc', 'bookworm-podman', 'mountinfo.txt'),
-            '/proc/meminfo': read('proc', 'bookworm-podman', 'meminfo.txt'),
-            '/proc/net/tcp': read('proc', 'bookworm-podman', 'proc_net_tcp.txt'),
-            '/proc/net/tcp6': read('proc', 'bookworm-podman', 'proc_net_tcp6.txt'),
-            '/etc/os-release': read('proc', 'bookworm-podman', 'os-release.txt'),
-            '/proc/1/cgroup': read('proc', 'bookworm-podman', 'pid1_cgroup.txt'),
+        self.files = dict(podman_files())
+        self.files.update({
             '/proc/1/environ': read('proc', 'bookworm-podman', 'pid1_environ.bin', binary=True),
             '/proc/1/comm': 'systemd\n',
-        }
+        })
         real_run_command = AnsibleModule.run_command
 
         def get_bin_path(_module, arg, required=False, opt_dirs=None):  # pylint: disable=unused-argument
