@@ -160,7 +160,7 @@ def sweep_checkpoints(sweep, records, installed, checkpoint_dir):
     if records is None:
         fail('draft', 'is a %s, and draft_checkpoints (the checkpoints it picks from) is not given' % what,
              'draft_checkpoints as the campaign role lists them (specdec.bench.checkpoint_facts on the %s)' % (
-                  'training host' if sweep['kind'] == 'set' else 'benchmark host'))
+                 'training host' if sweep['kind'] == 'set' else 'benchmark host'))
     records = [record for record in _records(records, 'draft_checkpoints') if record['step'] >= 1]
     if sweep['kind'] == 'glob':
         matching = [record for record in records if fnmatch.fnmatchcase(record['path'], posixpath.normpath(sweep['glob']))]
