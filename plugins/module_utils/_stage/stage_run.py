@@ -7,9 +7,9 @@
 The steps are the engines of the modules stage_attempt, service, sglang_ready, bench_run (for each run) and
 stage_record, called as plain functions with their options validated by the module's ARGUMENT_SPEC; a step's
 StageError is a failure of the stage, recorded, never the end of the call. The outcome is the ok outcome's headline and
-timings, or the failure's reason and evidence {step, journal}, step naming the module whose engine failed. The record step always runs. stage_run(module, params)
-returns the module's result or raises StageError (bad options, a stage locked by another run, a record that could not
-be written). Standard library only (the host's bare Python 3.9+).
+timings, or the failure's reason and evidence {step, journal}, step naming the module whose engine failed. The record
+step always runs. stage_run(module, params) returns the module's result or raises StageError (bad options, a stage
+locked by another run, a record that could not be written). Standard library only (the host's bare Python 3.9+).
 """
 
 from __future__ import annotations
