@@ -18,7 +18,8 @@ import sys
 import pytest
 
 from ansible_collections.specdec.bench.plugins.module_utils import _train_log
-from test_train_monitor_server import DEADLINE, Service, read_event, wait_until  # pylint: disable=import-error
+from test_train_monitor_server import DEADLINE, Service, read_event  # pylint: disable=import-error
+from testhelpers import wait_until  # pylint: disable=import-error
 
 FILES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))),
                      'roles', 'train_monitor', 'files')
