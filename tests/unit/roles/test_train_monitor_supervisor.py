@@ -19,7 +19,8 @@ import time
 
 import pytest
 
-from test_train_monitor_server import DEADLINE, Service, load_monitor, wait_until
+from test_train_monitor_server import DEADLINE, Service, load_monitor
+from testhelpers import wait_until
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 sys.path.insert(0, os.path.join(REPO, 'plugins', 'module_utils'))

@@ -194,7 +194,7 @@ def test_sglang_harness_energy_over_the_clients_measured_run(run_module, powered
     """SGLang's client (test_bench_run's fake, its captured line) runs while the GPU is sampled: the figures are
     narrowed to its measured run, inside the sampled span, by the samples."""
     from test_bench_run import FakeClient, sglang_args  # pylint: disable=import-outside-toplevel
-    from conftest import wait_until  # pylint: disable=import-outside-toplevel
+    from testhelpers import wait_until  # pylint: disable=import-outside-toplevel,import-error
     from ansible.module_utils.basic import AnsibleModule  # pylint: disable=import-outside-toplevel
     meters = []
     begin = _harness_run.EnergyMeter.begin
