@@ -121,21 +121,21 @@ def select(builds, name=None, version=None, python=None):
     known = ', '.join('%s (%s)' % (build, ', '.join(builds[build]['versions']) or 'by name only') for build in sorted(builds))
     if name:
         if name not in builds:
-            raise BuildError('sglang_build is %r; allowed: %s' % (name, known))
+            raise BuildError('specdec_sglang_build is %r; allowed: %s' % (name, known))
         return builds[name]
     where = ' in %s' % python if python else ''
     if not version:
         raise BuildError('no SGLang version was found%s (is SGLang installed in the launcher\'s interpreter?) and no '
-                         'sglang_build is set; set sglang_build to one of: %s, or give your own method table (plan_methods)'
+                         'specdec_sglang_build is set; set specdec_sglang_build to one of: %s, or give your own method table (plan_methods)'
                          % (where, known))
     public = release_version(version)
     matches = sorted(build for build, profile in builds.items()
                      if any(fnmatch.fnmatchcase(public, pattern) for pattern in profile['versions']))
     if not matches:
-        raise BuildError('no SGLang build profile matches SGLang %s found%s; set sglang_build to one of: %s, or give '
+        raise BuildError('no SGLang build profile matches SGLang %s found%s; set specdec_sglang_build to one of: %s, or give '
                          'your own method table (plan_methods)' % (version, where, known))
     if len(matches) > 1:
-        raise BuildError('SGLang %s found%s matches the profiles %s; set sglang_build to one of them'
+        raise BuildError('SGLang %s found%s matches the profiles %s; set specdec_sglang_build to one of them'
                          % (version, where, ', '.join(matches)))
     return builds[matches[0]]
 

@@ -42,7 +42,7 @@ def run_with_one_fork(tmp_path_factory):
     inventory = tmp / "second.yml"
     inventory.write_text(yaml.safe_dump({"all": {"children": {"sim": {"hosts": {"campaign-ct200-second": {
         "ansible_host": "campaign-ct200", "ansible_connection": "containers.podman.podman",
-        "ansible_python_interpreter": "/usr/bin/python3", "sim_profile": "ct200", "sglang_build": "sglang-ddtree-pr29907",
+        "ansible_python_interpreter": "/usr/bin/python3", "sim_profile": "ct200", "specdec_sglang_build": "sglang-ddtree-pr29907",
         "campaign_lock_path": "/var/lib/specdec/campaign-second.lock"}}}}}}))
     extra = tmp / "forks.yml"
     extra.write_text(yaml.safe_dump({
