@@ -151,7 +151,7 @@ def main():
         extra.write_text(json.dumps({
             "campaign_spec": SPEC, "specdec_stoppable_units": ["ddtree-qwen.service"],
             # the simulated CT200's SGLang is the DDTree build (tests/sim/hosts/ct200.yml), as inventories/sim says
-            "sglang_build": "sglang-ddtree-pr29907",
+            "specdec_sglang_build": "sglang-ddtree-pr29907",
             "sglang_unit_env": {"SIM_SGLANG_LOAD_SECONDS": str(args.load), "SIM_SGLANG_TIME_SCALE": "0.05"},
             "campaign_ready_timeout": 120}))
         hosts = []

@@ -94,7 +94,7 @@ def main():
                 extra = tmp / f"{campaign}.json"
                 extra.write_text(json.dumps({
                     "campaign_spec": spec_of(campaign, args, parallel), "specdec_stoppable_units": ["ddtree-qwen.service"],
-                    "sglang_build": "sglang-ddtree-pr29907", "campaign_ready_timeout": 120,
+                    "specdec_sglang_build": "sglang-ddtree-pr29907", "campaign_ready_timeout": 120,
                     "sglang_unit_env": {"SIM_SGLANG_LOAD_SECONDS": str(args.load), "SIM_SGLANG_TIME_SCALE": "0.05"}}))
                 clock_path = tmp / "clock.jsonl"
                 clock_path.unlink(missing_ok=True)
