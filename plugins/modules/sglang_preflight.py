@@ -181,7 +181,7 @@ def main():
     problems = folder_problems(stages)
     result['drafts_not_checked'] = drafts_copied_later(stages)
     if not (os.path.isfile(python) and os.access(python, os.X_OK)):
-        problems.insert(0, 'the servers\' interpreter %s does not exist or is not executable (sglang_unit_launcher)' % python)
+        problems.insert(0, 'the servers\' interpreter %s does not exist or is not executable (specdec_sglang_launcher)' % python)
     elif stages:
         started = time.monotonic()
         try:
