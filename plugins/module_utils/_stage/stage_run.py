@@ -14,6 +14,7 @@ locked by another run, a record that could not be written). Standard library onl
 
 from __future__ import annotations
 
+import copy
 import errno
 import fcntl
 import json
@@ -21,7 +22,6 @@ import os
 import select
 import threading
 import time
-import copy
 import traceback
 
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
