@@ -1,16 +1,19 @@
 """What several unit tests share, defined once: polling a condition with a deadline, a free port, stopping a process,
-and the LaTeX report's structure.
+the LaTeX report's structure, and a playbook run on localhost with the checkout's collection.
 
 tests/unit/conftest.py puts this folder on sys.path (pytest's prepend import mode), so a test imports it as
 ``from testhelpers import wait_until``.
 """
 
+import os
 import signal
 import socket
 import subprocess
+import sys
 import time
 
 DEADLINE_S = 15.0
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def wait_until(predicate, what, timeout=DEADLINE_S, interval=0.02):
@@ -54,3 +57,23 @@ def latex_structure(tex, booktabs=True):
         for line in body.splitlines():
             if line.endswith(r'\\') and 'multicolumn' not in line:
                 assert line.count(' & ') == len(spec) - 1, line
+
+
+def local_play(tasks, **keys):
+    """A playbook of one play on localhost, over the local connection, with this interpreter; keys add to the play."""
+    play = {'hosts': 'localhost', 'gather_facts': False, 'connection': 'local',
+            'vars': {'ansible_python_interpreter': sys.executable}, 'tasks': tasks}
+    play.update(keys)
+    return [play]
+
+
+def run_playbook(path, *options, timeout=180):
+    """ansible-playbook on localhost with the checkout's ansible.cfg and collection; options go before the playbook.
+    The test fails with the playbook's output when it fails."""
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, 'ansible.cfg'), ANSIBLE_LOCALHOST_WARNING='false',
+               ANSIBLE_INVENTORY_UNPARSED_WARNING='false',
+               ANSIBLE_COLLECTIONS_PATH=os.path.join(REPO, '.cache', 'collections'))
+    result = subprocess.run([os.path.join(REPO, '.venv', 'bin', 'ansible-playbook'), '-i', 'localhost,', *options, str(path)],
+                            capture_output=True, text=True, cwd=REPO, env=env, timeout=timeout, check=False)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result

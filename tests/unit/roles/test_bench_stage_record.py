@@ -11,10 +11,10 @@ import json
 import os
 import re
 import stat
-import subprocess
-import sys
 
 import yaml
+
+from testhelpers import local_play, run_playbook  # pylint: disable=import-error
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 CAMPAIGN = 'record-check'
@@ -47,14 +47,8 @@ def run_play(tmp_path, cases):
          'ansible.builtin.copy': {'content': '{{ seen | to_json }}', 'dest': str(out), 'mode': '0644'}},
     ]
     playbook = tmp_path / 'stages.yml'
-    playbook.write_text(yaml.safe_dump([{'hosts': 'localhost', 'gather_facts': False, 'connection': 'local',
-                                         'vars': {'ansible_python_interpreter': sys.executable}, 'tasks': tasks}]))
-    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, 'ansible.cfg'), ANSIBLE_LOCALHOST_WARNING='false',
-               ANSIBLE_INVENTORY_UNPARSED_WARNING='false',
-               ANSIBLE_COLLECTIONS_PATH=os.path.join(REPO, '.cache', 'collections'))
-    result = subprocess.run([os.path.join(REPO, '.venv', 'bin', 'ansible-playbook'), '-i', 'localhost,', str(playbook)],
-                            capture_output=True, text=True, cwd=REPO, env=env, timeout=300, check=False)
-    assert result.returncode == 0, result.stdout + result.stderr
+    playbook.write_text(yaml.safe_dump(local_play(tasks)))
+    run_playbook(playbook, timeout=300)
     return json.loads(out.read_text())
 
 

@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 
 import yaml
 
 from ansible_collections.specdec.bench.plugins.filter.campaign import campaign_done
+from testhelpers import local_play, run_playbook  # pylint: disable=import-error
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 CAMPAIGN = 'skip-check'
@@ -73,15 +72,9 @@ def run_stages(tmp_path):
          'ansible.builtin.copy': {'content': '{{ seen | to_json }}', 'dest': str(out), 'mode': '0644'}},
     ]
     playbook = tmp_path / 'stages.yml'
-    playbook.write_text(yaml.safe_dump([{'hosts': 'localhost', 'gather_facts': False, 'connection': 'local',
-                                         'vars': {'ansible_python_interpreter': sys.executable}, 'tasks': tasks}]))
+    playbook.write_text(yaml.safe_dump(local_play(tasks)))
     before = dict((path, path.read_text()) for path in root.rglob('status.json'))
-    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, 'ansible.cfg'), ANSIBLE_LOCALHOST_WARNING='false',
-               ANSIBLE_INVENTORY_UNPARSED_WARNING='false',
-               ANSIBLE_COLLECTIONS_PATH=os.path.join(REPO, '.cache', 'collections'))
-    result = subprocess.run([os.path.join(REPO, '.venv', 'bin', 'ansible-playbook'), '--check', '-i', 'localhost,',
-                             str(playbook)], capture_output=True, text=True, cwd=REPO, env=env, timeout=300, check=False)
-    assert result.returncode == 0, result.stdout + result.stderr
+    run_playbook(playbook, '--check', timeout=300)
     assert dict((path, path.read_text()) for path in root.rglob('status.json')) == before
     return json.loads(out.read_text())
 

@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 
 import pytest
 import yaml
 
 from ansible_collections.specdec.bench.plugins.module_utils._service import check_definition, supervisor_definition
 from ansible_collections.specdec.bench.plugins.module_utils._systemd import render_unit
+from testhelpers import local_play, run_playbook  # pylint: disable=import-error
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 FIXTURES = os.path.join(REPO, 'tests', 'fixtures', 'units')
@@ -31,16 +30,10 @@ def role_values(tmp_path, role, cases, expression):
     """expression, evaluated with the role's defaults and vars plus each case's variables, one JSON value per case."""
     tasks = [{'ansible.builtin.copy': {'content': '{{ %s | to_json }}' % expression, 'dest': str(tmp_path / ('%d.json' % index)),
                                        'mode': '0644'}, 'vars': case} for index, case in enumerate(cases)]
-    playbook = [{'hosts': 'localhost', 'gather_facts': False, 'connection': 'local',
-                 'vars_files': [os.path.join(REPO, 'roles', role, 'defaults', 'main.yml'),
-                                os.path.join(REPO, 'roles', role, 'vars', 'main.yml')],
-                 'vars': {'ansible_python_interpreter': sys.executable}, 'tasks': tasks}]
+    playbook = local_play(tasks, vars_files=[os.path.join(REPO, 'roles', role, 'defaults', 'main.yml'),
+                                             os.path.join(REPO, 'roles', role, 'vars', 'main.yml')])
     (tmp_path / 'play.yml').write_text(yaml.safe_dump(playbook))
-    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, 'ansible.cfg'), ANSIBLE_LOCALHOST_WARNING='false',
-               ANSIBLE_INVENTORY_UNPARSED_WARNING='false')
-    result = subprocess.run([os.path.join(REPO, '.venv', 'bin', 'ansible-playbook'), '-i', 'localhost,', str(tmp_path / 'play.yml')],
-                            capture_output=True, text=True, cwd=REPO, env=env, timeout=180, check=False)
-    assert result.returncode == 0, result.stdout + result.stderr
+    run_playbook(tmp_path / 'play.yml')
     return [json.loads((tmp_path / ('%d.json' % index)).read_text()) for index in range(len(cases))]
 
 

@@ -21,6 +21,7 @@ import yaml
 from ansible_collections.specdec.bench.plugins.module_utils._service import check_definition
 from ansible_collections.specdec.bench.plugins.module_utils._systemd import render_unit
 from test_service_units import role_values
+from testhelpers import run_playbook  # pylint: disable=import-error
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 ROLE = os.path.join(REPO, 'roles', 'train_run')
@@ -51,11 +52,7 @@ def render(tmp_path, templates=('run.sh.j2', 'train_dflash.sh.j2'), **overrides)
     # extra vars: above the role's files, as a play's own variables are not
     extra = tmp_path / 'vars.yml'
     extra.write_text(yaml.safe_dump(variables))
-    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, 'ansible.cfg'), ANSIBLE_LOCALHOST_WARNING='false',
-               ANSIBLE_INVENTORY_UNPARSED_WARNING='false')
-    result = subprocess.run([os.path.join(REPO, '.venv', 'bin', 'ansible-playbook'), '-i', 'localhost,', '-e', '@%s' % extra, str(path)],
-                            capture_output=True, text=True, cwd=REPO, env=env, timeout=120, check=False)
-    assert result.returncode == 0, result.stdout + result.stderr
+    run_playbook(path, '-e', '@%s' % extra, timeout=120)
     return run_dir
 
 
