@@ -101,3 +101,14 @@ def emulator(tmp_path, monkeypatch):
 def dflash(emulator):
     """A ready DFLASH server (16 draft tokens)."""
     return emulator(DFLASH_ARGS).wait_ready()
+
+
+@pytest.fixture(name='sglang_env')
+def emulated_sglang(tmp_path, monkeypatch):
+    """The servers' interpreter's environment for sglang_preflight: the emulator's sglang, with the build the host 'has'."""
+    options = tmp_path / 'options'
+    sglang_build.write_option_lists(str(options))
+    monkeypatch.setenv('PYTHONPATH', EMULATOR)
+    monkeypatch.setenv('SIM_SGLANG_OPTIONS_DIR', str(options))
+    monkeypatch.setenv('SIM_SGLANG_BUILD', 'sglang-0.5.23')
+    return monkeypatch

@@ -12,7 +12,6 @@ is tests/unit/plugins/filter/test_real_sglang_parser.py.
 from __future__ import annotations
 
 import copy
-import os
 import sys
 
 import pytest
@@ -20,12 +19,9 @@ import pytest
 from ansible.module_utils import _internal as _module_internal
 from ansible_collections.specdec.bench.plugins.plugin_utils.plan import campaign_plan
 from ansible_collections.specdec.bench.plugins.modules import sglang_preflight
-from ansible_collections.specdec.bench.plugins.plugin_utils import sglang_build
 
 _module_internal.is_controller = False
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
-EMULATOR = os.path.join(REPO, 'tests', 'sim', 'sglang_emulator')
 CT200 = {'nvidia_gpus': [{'index': i, 'uuid': 'GPU-%d' % i, 'memory_total_mib': 97887, 'processes': []} for i in range(8)]}
 
 
@@ -35,17 +31,6 @@ def models_folders(tmp_path):
         (tmp_path / name).mkdir()
         (tmp_path / name / 'config.json').write_text('{}')
     return tmp_path
-
-
-@pytest.fixture(name='sglang_env')
-def emulated_sglang(tmp_path, monkeypatch):
-    """The interpreter's environment: the emulator's sglang, with the build the host 'has'."""
-    options = tmp_path / 'options'
-    sglang_build.write_option_lists(str(options))
-    monkeypatch.setenv('PYTHONPATH', EMULATOR)
-    monkeypatch.setenv('SIM_SGLANG_OPTIONS_DIR', str(options))
-    monkeypatch.setenv('SIM_SGLANG_BUILD', 'sglang-0.5.23')
-    return monkeypatch
 
 
 def stages(models, build, methods, **spec):

@@ -6,32 +6,16 @@ plan) is not checked, and named in drafts_not_checked; every other draft folder 
 
 from __future__ import annotations
 
-import os
 import sys
-
-import pytest
 
 from ansible.module_utils import _internal as _module_internal
 from ansible_collections.specdec.bench.plugins.plugin_utils.plan import campaign_plan
 from ansible_collections.specdec.bench.plugins.modules import sglang_preflight
-from ansible_collections.specdec.bench.plugins.plugin_utils import sglang_build
 
 _module_internal.is_controller = False
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
-EMULATOR = os.path.join(REPO, 'tests', 'sim', 'sglang_emulator')
 FACTS = {'nvidia_gpus': [{'index': i, 'uuid': 'GPU-%d' % i, 'memory_total_mib': 97887, 'processes': []} for i in range(2)]}
 ROOT = '/root/train_runs/dflash-demo/checkpoints'
-
-
-@pytest.fixture(name='sglang_env')
-def emulated_sglang(tmp_path, monkeypatch):
-    options = tmp_path / 'options'
-    sglang_build.write_option_lists(str(options))
-    monkeypatch.setenv('PYTHONPATH', EMULATOR)
-    monkeypatch.setenv('SIM_SGLANG_OPTIONS_DIR', str(options))
-    monkeypatch.setenv('SIM_SGLANG_BUILD', 'sglang-0.5.23')
-    return monkeypatch
 
 
 def folder(path):
