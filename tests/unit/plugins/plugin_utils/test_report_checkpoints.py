@@ -7,8 +7,6 @@ evaluation.json, the figures, report.tex; and that a campaign without steps gets
 import csv
 import json
 import re
-import shutil
-import subprocess
 import sys
 from pathlib import Path
 from unittest import mock
@@ -25,6 +23,7 @@ from ansible_collections.specdec.bench.plugins.plugin_utils.report.schema import
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import synthetic_results as synth  # noqa: E402  pylint: disable=wrong-import-position
 from testhelpers import latex_structure  # noqa: E402  pylint: disable=wrong-import-position,import-error
+from report_helpers import compile_tex  # noqa: E402  pylint: disable=wrong-import-position
 
 STEPS = (100, 200, 300, 400, 500)
 # How much of the drafter's full acceptance (tau - 1) each checkpoint reaches: rising, then flat.
@@ -254,15 +253,7 @@ def test_latex_has_the_checkpoint_table_and_compiles(sweep, tmp_path):
     latex_structure(tex, booktabs=False)
     assert r'\label{tab:sweep-ct200-tp1-checkpoints}' in tex and r'\textbf{checkpoint-' in tex
     assert 'Best checkpoint of DFlash n=16: checkpoint-' in tex
-    engine = next((name for name in ('pdflatex', 'lualatex') if shutil.which(name)), None)
-    if engine is None:
-        pytest.skip('no TeX engine on PATH: compiling report.tex is skipped; its structure is checked above')
-    shutil.copy(sweep['out'] / 'report.tex', tmp_path / 'report.tex')
-    (tmp_path / 'doc.tex').write_text('\\documentclass{article}\n\\usepackage{booktabs}\n\\usepackage[T1]{fontenc}\n'
-                                      '\\begin{document}\n\\input{report.tex}\n\\end{document}\n')
-    done = subprocess.run([engine, '-interaction=nonstopmode', '-halt-on-error', 'doc.tex'], cwd=tmp_path, capture_output=True,
-                          text=True, timeout=120, check=False)
-    assert done.returncode == 0, done.stdout[-3000:]
+    compile_tex(sweep['out'] / 'report.tex', tmp_path, timeout=120)
 
 
 def test_the_papers_table_names_the_step_it_chose(sweep):

@@ -6,7 +6,6 @@ reports exactly as before."""
 import csv
 import json
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -20,6 +19,7 @@ from ansible_collections.specdec.bench.plugins.plugin_utils.report.schema import
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import synthetic_results as synth  # noqa: E402  pylint: disable=wrong-import-position
 from test_report_repeats import fieller, student  # noqa: E402  pylint: disable=wrong-import-position
+from report_helpers import compile_tex  # noqa: E402  pylint: disable=wrong-import-position
 
 MATRIX = [(1, 'autoregressive', {}), (1, 'dflash', {'num_draft_tokens': 16}), (1, 'ddtree', {'budget': 64, 'topk': 4})]
 CONCURRENCY = (1, 4)
@@ -127,16 +127,7 @@ def test_report_md_has_the_energy_section_and_the_ratio_beside_the_speedup(made)
 def test_report_tex_has_the_energy_table_and_compiles(made, tmp_path):
     tex = (made['out'] / 'report.tex').read_text()
     assert r'\label{tab:en-ct200-gsm8k-t0-tp1-energy}' in tex and r'tok/J & E/tok' in tex and r'$^\ddagger$' in tex
-    engine = next((name for name in ('pdflatex', 'lualatex') if shutil.which(name)), None)
-    if engine is None:
-        pytest.skip('no TeX engine on PATH: compiling report.tex is skipped')
-    shutil.copy(made['out'] / 'report.tex', tmp_path / 'report.tex')
-    (tmp_path / 'doc.tex').write_text('\\documentclass{article}\n\\usepackage{booktabs}\n\\usepackage[T1]{fontenc}\n'
-                                      '\\begin{document}\n\\input{report.tex}\n\\end{document}\n')
-    done = subprocess.run([engine, '-interaction=nonstopmode', '-halt-on-error', 'doc.tex'], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=300, check=False)
-    assert done.returncode == 0, done.stdout[-3000:]
-    assert 'Overfull \\hbox' not in (tmp_path / 'doc.log').read_text(errors='replace')
+    assert 'Overfull \\hbox' not in compile_tex(made['out'] / 'report.tex', tmp_path)
 
 
 def test_the_papers_table_with_energy_fits_the_page_when_wide(tmp_path):
@@ -150,16 +141,8 @@ def test_the_papers_table_with_energy_fits_the_page_when_wide(tmp_path):
     tex = '\n'.join(latex_sections.paper_latex(report))
     assert tex.count('E/tok') >= 3 and r'\ddagger' in tex
     assert r'\label{tab:c-ct200-tp1-datasets-energy}' in tex  # too wide with them: a second table
-    engine = next((name for name in ('pdflatex', 'lualatex') if shutil.which(name)), None)
-    if engine is None:
-        pytest.skip('no TeX engine on PATH')
     (tmp_path / 'tables.tex').write_text(tex + '\n')
-    (tmp_path / 'doc.tex').write_text('\\documentclass{article}\n\\usepackage{booktabs}\n\\usepackage[T1]{fontenc}\n'
-                                      '\\begin{document}\n\\input{tables.tex}\n\\end{document}\n')
-    done = subprocess.run([engine, '-interaction=nonstopmode', '-halt-on-error', 'doc.tex'], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=300, check=False)
-    assert done.returncode == 0, done.stdout[-3000:]
-    assert 'Overfull \\hbox' not in (tmp_path / 'doc.log').read_text(errors='replace')
+    assert 'Overfull \\hbox' not in compile_tex(tmp_path / 'tables.tex', tmp_path)
 
 
 def test_tokens_per_joule_plot_is_drawn_with_whiskers_and_cached(made, monkeypatch):
