@@ -53,6 +53,9 @@ import time
 import urllib.error
 import urllib.request
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import bench_probe  # noqa: E402  pylint: disable=wrong-import-position
+
 REPO = pathlib.Path(__file__).resolve().parents[2]
 EMULATOR = REPO / "tests" / "sim" / "sglang_emulator"
 SIM_SMI = REPO / "tests" / "sim" / "nvidia_smi"
@@ -82,14 +85,6 @@ def free_port():
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
-
-
-def wait_for(check, what, timeout=30.0):
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise SystemExit(f"timed out waiting for {what}")
-        time.sleep(0.05)
 
 
 def http_status(url):
@@ -125,8 +120,8 @@ class Emulator:
              "--port", str(self.port), "--log-level", "warning", "--max-running-requests", "1024"],
             env=environ, stdout=self.log, stderr=subprocess.STDOUT, cwd=str(tmp),
             preexec_fn=lambda: os.sched_setaffinity(0, {SERVER_CPU}))
-        wait_for(lambda: self.proc.poll() is not None or http_status(self.base_url + "/health_generate") == 200,
-                 "the emulator to be ready")
+        bench_probe.wait_for(lambda: self.proc.poll() is not None or http_status(self.base_url + "/health_generate") == 200,
+                             "the emulator to be ready", timeout=30.0, interval=0.05)
         if self.proc.poll() is not None:
             raise SystemExit(f"the emulator exited with {self.proc.returncode}: see {self.log.name}")
 

@@ -53,12 +53,13 @@ def sh(*cmd, **kw):
     return subprocess.run(cmd, check=True, capture_output=True, text=True, **kw).stdout
 
 
-def wait_for(check, what, timeout=120.0):
+def wait_for(check, what, timeout=120.0, interval=0.2):
+    """Poll check() every interval seconds until it is true; exit naming what after timeout seconds."""
     deadline = time.monotonic() + timeout
     while not check():
         if time.monotonic() > deadline:
             raise SystemExit(f"timed out waiting for {what}")
-        time.sleep(0.2)
+        time.sleep(interval)
 
 
 def start_hosts(count, image, key_pub, first_port):
