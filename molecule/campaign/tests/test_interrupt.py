@@ -10,6 +10,7 @@ at each step; the tests check one step each:
   4. playbooks/restore.yml brings ddtree-qwen.service back on GPU0;
   5. a rerun takes over the dead run's lock and runs only the stages that were not finished.
 """
+import functools
 import json
 import os
 import signal
@@ -46,18 +47,10 @@ SPECS = {
 }
 BOX = testinfra.get_host("podman://campaign-ct200")
 
-
-def lock():
-    return simhost.read_json(BOX, LOCK)
-
-
-def status(stage):
-    return simhost.stage_status(BOX, RESULTS, stage)
-
-
-def files():
-    """sha256 of every file of the campaign on the host, by path relative to the campaign folder."""
-    return simhost.file_sha256(BOX, RESULTS)
+# what the campaign left on the host: its lock, a stage's recorded status, {path: sha256} of its result files
+lock = functools.partial(simhost.read_json, BOX, LOCK)
+status = functools.partial(simhost.stage_status, BOX, RESULTS)
+files = functools.partial(simhost.file_sha256, BOX, RESULTS)
 
 
 def holder_on_gpu0():

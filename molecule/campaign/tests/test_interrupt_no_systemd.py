@@ -7,6 +7,7 @@ The fixture plays the story once with the real playbook against molecule's inven
      specdec.bench.stage_run on the host) sees no poll for its lease and stops it;
   3. a rerun takes over the dead run's lock and runs only what was not finished.
 """
+import functools
 import json
 import os
 import signal
@@ -30,17 +31,10 @@ SPEC = {"campaign": CAMPAIGN, "model": "/data/models/Qwen3.6-27B", "draft": "/da
         "workload": {"input_len": 32, "output_len": 64, "num_prompts": 48}, "concurrency": [1]}
 BOX = testinfra.get_host("podman://campaign-a100box")
 
-
-def lock():
-    return simhost.read_json(BOX, LOCK)
-
-
-def status(stage):
-    return simhost.stage_status(BOX, RESULTS, stage)
-
-
-def files():
-    return simhost.file_sha256(BOX, RESULTS)
+# what the campaign left on the host: its lock, a stage's recorded status, {path: sha256} of its result files
+lock = functools.partial(simhost.read_json, BOX, LOCK)
+status = functools.partial(simhost.stage_status, BOX, RESULTS)
+files = functools.partial(simhost.file_sha256, BOX, RESULTS)
 
 
 @pytest.fixture(name="story", scope="module")
