@@ -86,7 +86,7 @@ def telemetry_path(result_path):
 
 
 # ---------------------------------------------------------------------------------------------------------
-# Energy of one measured repeat (issue 17): the stage's GPUs sampled from just before its first request to just
+# Energy of one measured repeat: the stage's GPUs sampled from just before its first request to just
 # after its last response; never the warm-up. A telemetry failure never fails the run: the row's energy keys are
 # null and energy_note says why.
 

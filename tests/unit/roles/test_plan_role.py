@@ -62,3 +62,21 @@ def test_a_later_plan_never_takes_an_earlier_models_size(tmp_path):
     assert not first[0]['feasible'] and 'do not fit at TP1' in first[0]['reason']
     assert second[0]['feasible'], second[0]
     assert third[0]['feasible'], third[0]
+
+
+def test_the_old_build_variable_is_refused_by_its_new_name(tmp_path):
+    """A host that still sets sglang_build (renamed specdec_sglang_build) is refused before the plan, naming both,
+    rather than having its build profile ignored in silence."""
+    out = tmp_path / 'refusal.txt'
+    tasks = [{'name': 'Plan', 'block': [
+        {'name': 'Plan with the old variable', 'ansible.builtin.include_role': {'name': 'specdec.bench.plan'},
+         'vars': {'plan_campaign_spec': spec('old', str(tmp_path)), 'sglang_build': 'sglang-0.5.23', 'plan_print': False}},
+    ], 'rescue': [
+        {'name': 'Keep the refusal', 'ansible.builtin.copy': {'content': '{{ ansible_failed_result.msg }}', 'dest': str(out),
+                                                               'mode': '0644'}},
+    ]}]
+    playbook = tmp_path / 'old.yml'
+    playbook.write_text(yaml.safe_dump(local_play(tasks)))
+    run_playbook(playbook)
+    refusal = out.read_text()
+    assert 'sglang_build is set (sglang-0.5.23)' in refusal and 'specdec_sglang_build' in refusal, refusal
