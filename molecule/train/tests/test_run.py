@@ -137,7 +137,8 @@ def test_the_run_holds_its_gpus(host):
 def test_secrets_stay_out_of_the_definition_and_the_output(host):
     secrets = host.file(f"/etc/specdec/train-{RUN}.env")
     assert secrets.mode == 0o600 and secrets.user == "root"
-    assert f"HF_TOKEN={SECRET}\n" in secrets.content_string
+    # NAME="value", as EnvironmentFile= and the supervisor read it (the program gets it exactly: test_run_pins_gpus_by_uuid)
+    assert f'HF_TOKEN="{SECRET}"\n' in secrets.content_string
     for path in (f"{SERVICES}/{UNIT}/service.json", f"{SERVICES}/{UNIT}/log", f"{RUNS}/{RUN}/run.json"):
         assert SECRET not in host.file(path).content_string, path
 
