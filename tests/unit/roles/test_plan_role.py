@@ -72,8 +72,8 @@ def test_the_old_build_variable_is_refused_by_its_new_name(tmp_path):
         {'name': 'Plan with the old variable', 'ansible.builtin.include_role': {'name': 'specdec.bench.plan'},
          'vars': {'plan_campaign_spec': spec('old', str(tmp_path)), 'sglang_build': 'sglang-0.5.23', 'plan_print': False}},
     ], 'rescue': [
-        {'name': 'Keep the refusal', 'ansible.builtin.copy': {'content': '{{ ansible_failed_result.msg }}', 'dest': str(out),
-                                                               'mode': '0644'}},
+        {'name': 'Keep the refusal',
+         'ansible.builtin.copy': {'content': '{{ ansible_failed_result.msg }}', 'dest': str(out), 'mode': '0644'}},
     ]}]
     playbook = tmp_path / 'old.yml'
     playbook.write_text(yaml.safe_dump(local_play(tasks)))
