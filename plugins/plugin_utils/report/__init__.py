@@ -14,6 +14,7 @@ Data (no text of the documents):
   the per-category rows, the datasets, the best settings;
 - stats: the intervals (numpy and scipy, imported when used);
 - compare: a row against its baseline (speedup, energy ratio, noisy) and one campaign against another;
+- why: per run the acceptance in full, the papers' and Spec-Bench's speedups, the verify-cost factor, cache hits;
 - time: where a host's wall time went; interference: the stages re-run alone against the stages they re-run;
   checkpoints: tau and speedup against the training step of a checkpoint sweep, the best checkpoint;
 - tables: the table builder both documents share (the per-setting groups, the papers' tables as cells and columns);
@@ -42,6 +43,7 @@ from .plots import PLOT_CACHE, read_plot_cache, render_plot_cache, write_plots
 from .read import find_hosts, MEASURED, read_host
 from .rows import build_report
 from .tables import named_runs
+from .why import csv_rows as why_csv_rows, WHY_KEYS
 
 
 # The files of the layout that the report reads.
@@ -155,6 +157,7 @@ def generate(results_root, campaign, output_dir, layout=None, hosts=None, compar
     write('results.csv', render_csv(all_rows(report)))
     write('results-repeats.csv', render_csv(report['repeats'], REPEAT_KEYS))
     write('results-categories.csv', render_csv(report['categories'], CATEGORY_KEYS))
+    write('results-why.csv', render_csv(why_csv_rows(report), WHY_KEYS))
     write('results.json', render_json(report))
     write('report.md', render_markdown(report, plot_files))
     write('report.tex', render_latex(report))

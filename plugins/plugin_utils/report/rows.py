@@ -30,6 +30,8 @@ Pure functions of what read.read_host returns. Definitions (as in the DFlash and
   the name of the drafter checkpoint it measured (the plan's draft_checkpoint.name) as checkpoint. The rows of one
   sweep differ only by step; checkpoints compares them.
 - time: each host's time_breakdown (time.py): where the campaign's wall time went, in results.json's hosts.
+- why: per measured row the acceptance in full, the papers' and Spec-Bench's speedups, the verify-cost factor and
+  the cache-hit rates (why.py), report['why'], in results-why.csv and results.json.
 - side by side: each row carries its stage's wave, beside (how many other stages were in flight with it:
   len(status.json's ran_beside), 0 for results from before the key), ran_beside (their ids) and interference_of. A stage
   with interference_of (the plan's re-run of a stage alone, a control measurement) is no result row: its rows are
@@ -49,6 +51,7 @@ from .read import DEFAULT_TEMPERATURE, interference_of, MEASURED, planned_runs, 
 from .schema import RESULT_COUNTS, RESULT_ENERGY_NUMBERS, RESULT_FLAGS, RESULT_NUMBERS, RESULT_TEXTS, RESULT_WORKLOAD
 from .stats import _mean, summaries
 from .time import time_breakdown
+from .why import why_rows
 
 
 def build_label(build):
@@ -459,6 +462,7 @@ def build_report(host_data, campaign, baseline_method=BASELINE_METHOD, noisy_cv=
         'control_rows': controls,
         'repeats': repeats,
         'categories': category_rows(host_data, rows, campaign),
+        'why': why_rows(host_data, rows, baseline_method),
         'datasets': dataset_records(host_data, rows + controls),
         'not_measured': not_measured,
         'best': best_settings(rows, baseline_method),

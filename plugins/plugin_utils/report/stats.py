@@ -12,6 +12,7 @@
   of (y^2 - t^2 vy) r^2 - 2 x y r + (x^2 - t^2 vx) = 0. t has the Welch-Satterthwaite degrees of freedom of
   x - r*y at the estimated ratio. The interval is bounded only when the denominator's mean is significantly
   non-zero (y^2 > t^2 vy); otherwise it is unbounded and reported as None.
+- fieller_moments: the same interval from each side's mean, sd and count (the decode speedup's, over requests).
 - fiellers: fieller of many pairs at once, one numpy pass per pair of sample sizes (the report's speedups and energy
   ratios).
 - welch: Welch's unequal-variance t-test of two samples (what scipy.stats.ttest_ind(equal_var=False) gives).
@@ -111,17 +112,30 @@ def fieller(num_values, den_values, confidence=CONFIDENCE):
     num, den = _floats(num_values), _floats(den_values)
     if num.size < 2 or den.size < 2:
         return None
-    x, y = float(num.mean()), float(den.mean())
+    return _fieller(float(num.mean()), float(num.var(ddof=1)) / num.size, int(num.size), float(den.mean()),
+                    float(den.var(ddof=1)) / den.size, int(den.size), confidence)
+
+
+def fieller_moments(x, sx, nx, y, sy, ny, confidence=CONFIDENCE):
+    """fieller from each side's mean, sample sd (ddof=1) and count instead of its values (a result keeps the mean, sd
+    and count of its requests' decode TPOT, not the values): the same interval. None when a side has fewer than 2
+    values, a figure is missing or the denominator's mean is 0."""
+    if None in (x, sx, nx, y, sy, ny) or nx < 2 or ny < 2:
+        return None
+    return _fieller(x, sx * sx / nx, nx, y, sy * sy / ny, ny, confidence)
+
+
+def _fieller(x, vx, nx, y, vy, ny, confidence):
+    """Fieller's interval of x / y from the means and the variances of the means (vx = sx^2 / nx)."""
     if y == 0:
         return None
     ratio = x / y
-    vx, vy = float(num.var(ddof=1)) / num.size, float(den.var(ddof=1)) / den.size
     out = {'ratio': ratio, 'low': None, 'high': None, 'df': None}
     spread = vx + ratio * ratio * vy
     if spread == 0:
         out.update(low=ratio, high=ratio)
         return out
-    df = spread * spread / (vx * vx / (num.size - 1) + (ratio * ratio * vy) ** 2 / (den.size - 1))
+    df = spread * spread / (vx * vx / (nx - 1) + (ratio * ratio * vy) ** 2 / (ny - 1))
     t = t_quantile(df, confidence)
     a = y * y - t * t * vy
     if a <= 0:

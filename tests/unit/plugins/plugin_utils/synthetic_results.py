@@ -14,6 +14,13 @@ DATASET_CATEGORIES gives each request a category (by its index) whose acceptance
 energy=True adds each result's energy keys as bench_run's telemetry writes them (energy_result): the
 stage's GPUs draw power_model's watts over the run, measured by NVML's counter; throttled names the runs whose GPUs
 saw a clock event reason.
+Every request also carries what SGLang's final meta_info gives (spec_correct_drafts_histogram, spec_num_correct_drafts,
+spec_num_proposed_drafts, spec_accept_rate, cached_tokens; spec_histogram models them without touching the random
+stream, so the earlier figures stay as they were), and each result the harness's acceptance, decode and cache keys
+(why_keys, the contract's definitions transcribed here, so the report's tests do not hang on the harness's code). The cache is a radix cache: every request
+but a run's first finds the shared system prompt (SYSTEM_SHARE of its prompt); turns=N makes each prompt an N-turn
+conversation whose later turns find the whole earlier conversation, unless its stage is in lost_cache (the hybrid
+Mamba/attention case: speculation keeps only the system prompt's hit).
 """
 import hashlib
 import json
@@ -46,6 +53,110 @@ REPEAT_LAYOUT = dict(LAYOUT, result='result-{dataset}-t{temperature}-c{concurren
 DATASET_CATEGORIES = {'spec-bench': ('writing', 'math', 'coding')}
 CATEGORY_TAU = {'writing': 0.8, 'math': 1.2, 'coding': 1.1}
 GPU_NAME = 'NVIDIA RTX PRO 6000 Blackwell Server Edition'
+# The share of every prompt that is the shared system prompt (a radix cache hit for every request but a run's first).
+SYSTEM_SHARE = 0.25
+# The deepest a verify step accepts: a DFlash block of 16 proposes 15 drafts; a DDTree path is at most as deep.
+MAX_DEPTH = 15
+
+
+def draft_tokens(method, params):
+    """SGLang's speculative_num_draft_tokens of a stage: DFlash's block, DDTree's budget plus the root; None for AR."""
+    if method == 'dflash':
+        return params.get('num_draft_tokens', 16)
+    if method == 'ddtree':
+        return params['budget'] + 1
+    return None
+
+
+def spec_histogram(tokens, verify, depth):
+    """The correct-drafts histogram of one request (index = correct drafts in a verify step, value = steps): its verify
+    steps spread as a truncated geometric over 0..depth (each position accepted with the same chance given the one
+    before), then moved a step up or down until the correct drafts add up to what its tokens say: tokens - 1 - verify
+    (the verify steps made every token but the first, each its correct drafts plus one). Deterministic: no random draw."""
+    correct = min(max(tokens - 1 - verify, 0), verify * depth)
+    mean = correct / float(verify)
+    low, high = 0.0, 1.0
+    for _step in range(60):  # bisection on p: the mean sum_{i=1..depth} p^i rises with p
+        p = (low + high) / 2.0
+        if sum(p ** i for i in range(1, depth + 1)) < mean:
+            low = p
+        else:
+            high = p
+    p = (low + high) / 2.0
+    shares = [p ** j * (1.0 - p) for j in range(depth)] + [p ** depth]
+    counts = [int(verify * share) for share in shares]
+    for index in sorted(range(len(shares)), key=lambda j: verify * shares[j] - counts[j], reverse=True)[:verify - sum(counts)]:
+        counts[index] += 1  # largest remainders
+    made = sum(index * count for index, count in enumerate(counts))
+    while made < correct:  # the lowest step that can accept one more does
+        index = next(j for j in range(depth) if counts[j])
+        counts[index] -= 1
+        counts[index + 1] += 1
+        made += 1
+    while made > correct:  # the highest step accepts one fewer
+        index = next(j for j in range(depth, 0, -1) if counts[j])
+        counts[index] -= 1
+        counts[index - 1] += 1
+        made -= 1
+    return counts
+
+
+def spec_fields(record, method, params):
+    """SGLang's final meta_info acceptance fields of a request record (spec_verify_ct already set), None for AR."""
+    total = draft_tokens(method, params)
+    verify = record.get('spec_verify_ct')
+    if not total or not verify:
+        return {'spec_correct_drafts_histogram': None, 'spec_num_correct_drafts': None, 'spec_num_proposed_drafts': None,
+                'spec_accept_rate': None}
+    histogram = spec_histogram(record['output_tokens'], verify, min(total - 1, MAX_DEPTH))
+    correct = sum(index * count for index, count in enumerate(histogram))
+    proposed = verify * (total - 1)
+    return {'spec_correct_drafts_histogram': histogram, 'spec_num_correct_drafts': correct, 'spec_num_proposed_drafts': proposed,
+            'spec_accept_rate': correct / float(proposed)}
+
+
+def why_keys(records):
+    """The harness's acceptance, decode and cache keys of a run from its records, as the issue's contract defines
+    them, over the finished measured requests."""
+    done = [r for r in records if not r.get('warmup') and r.get('success')]
+    spec = [r for r in done if r.get('spec_verify_ct')]
+    tokens = [(r.get('completion_tokens') or r['output_tokens'], r['spec_verify_ct']) for r in spec]
+    proposed = sum(r.get('spec_num_proposed_drafts') or 0 for r in spec)
+    histogram = None
+    for r in spec:
+        if r.get('spec_correct_drafts_histogram'):
+            if histogram is None:
+                histogram = [0] * len(r['spec_correct_drafts_histogram'])
+            for index, count in enumerate(r['spec_correct_drafts_histogram']):
+                histogram[index] += count
+    decoded = [r for r in done if (r.get('output_tokens') or 0) > 1 and r.get('ttft_s') is not None and r.get('latency_s') is not None]
+    tpots = [(r['latency_s'] - r['ttft_s']) / (r['output_tokens'] - 1) for r in decoded]
+    carry = [r.get('spec_verify_ct') is not None for r in decoded]
+    decode_tokens = sum(r['output_tokens'] - 1 for r in decoded)
+    steps = sum(r['spec_verify_ct'] for r in decoded) if all(carry) else decode_tokens if not any(carry) else None
+    decode_time = sum(r['latency_s'] - r['ttft_s'] for r in decoded)
+    prompt = sum(r.get('prompt_tokens') or 0 for r in done)
+    cached = sum(r.get('cached_tokens') or 0 for r in done)
+    by_turn = []
+    for turn in range(max([r.get('turn') or 0 for r in done] or [0]) + 1):
+        mine = [r for r in done if (r.get('turn') or 0) == turn]
+        total = sum(r.get('prompt_tokens') or 0 for r in mine)
+        by_turn.append(sum(r.get('cached_tokens') or 0 for r in mine) / float(total) if total else None)
+    mean = sum(tpots) / len(tpots) if tpots else None
+    return {
+        'accept_rate': sum(r.get('spec_num_correct_drafts') or 0 for r in spec) / float(proposed) if proposed else None,
+        'accept_length_mean_of_means': sum(t / float(v) for t, v in tokens) / len(tokens) if tokens else None,
+        'accept_length_token_weighted': sum(t * t / float(v) for t, v in tokens) / sum(t for t, v in tokens) if tokens else None,
+        'accept_histogram': histogram,
+        'accept_by_position': [sum(histogram[i:]) / float(sum(histogram)) for i in range(1, len(histogram))] if histogram else None,
+        'decode_tpot_sd_ms': math.sqrt(sum((x - mean) ** 2 for x in tpots) / (len(tpots) - 1)) * 1000.0 if len(tpots) > 1 else None,
+        'decode_tpot_n': len(tpots), 'decode_time_s': decode_time if decoded else None,
+        'decode_tokens': decode_tokens if decoded else None, 'decode_steps': steps if decoded else None,
+        'step_time_ms': decode_time / steps * 1000.0 if decoded and steps else None,
+        'request_tokens_per_s_mean': sum(r['output_tokens'] / r['latency_s'] for r in done) / len(done) if done else None,
+        'cached_tokens': cached, 'cache_hit_rate': cached / float(prompt) if prompt else None,
+        'cache_hit_rate_by_turn': by_turn,
+    }
 
 
 def power_model(method, params, tp, concurrency):
@@ -89,11 +200,12 @@ def run_tau(method, params, dataset='random', temperature=0.0):
 
 
 def request_records(rng, method, params, tp, concurrency, num_prompts, input_len, output_len, warmup=1, dataset=None,
-                    temperature=0.0):
+                    temperature=0.0, turns=1, lost_cache=False):
     """Per-request records of one run, as _builtin_harness.LoadRun writes them (times relative to the run's start).
 
     dataset: None for today's random prompts (every request output_len tokens, ignore_eos); a name for a real set:
     each request stops at an EOS between half of output_len (max_new_tokens) and all of it, and carries its id.
+    turns: the turns of each prompt's conversation (a real set only); lost_cache: later turns find only the system prompt.
     """
     base_tau = run_tau(method, params, dataset or 'random', temperature)
     _tau, cost = tau_and_cost(method, params)
@@ -106,7 +218,8 @@ def request_records(rng, method, params, tp, concurrency, num_prompts, input_len
                         'itl_s': [0.01] * (output_len - 1), 'output_tokens': output_len, 'prompt_tokens': input_len,
                         'spec_verify_ct': None, 'spec_accept_length': None})
     slots = [0.0] * concurrency
-    for index in range(num_prompts):
+    history = {}
+    for index, turn in [(index, turn) for index in range(num_prompts) for turn in range(turns if dataset is not None else 1)]:
         category = categories[index % len(categories)] if categories else None
         tau = 1.0 + (base_tau - 1.0) * CATEGORY_TAU[category] if category and base_tau else base_tau
         slot = min(range(concurrency), key=lambda i: slots[i])
@@ -121,12 +234,18 @@ def request_records(rng, method, params, tp, concurrency, num_prompts, input_len
         slots[slot] = end
         jitter = 1.0 if dataset is None else rng.uniform(0.9, 1.1)  # random prompts: the figures of earlier reports
         verify = max(1, int(round(tokens / (tau * jitter)))) if tau else None
+        earlier = history.get(index, 0)  # the conversation so far: its earlier prompts and answers
+        prompt = earlier + input_len
+        shared = int(SYSTEM_SHARE * input_len) if (index, turn) != (0, 0) else 0
+        history[index] = prompt + tokens
         record = {'index': index, 'warmup': False, 'success': True, 'error': None, 'scheduled_s': 0.0,
                   'intended_start_s': intended, 'start_s': start, 'end_s': end, 'ttft_s': ttft,
-                  'latency_s': latency, 'itl_s': itl, 'output_tokens': tokens, 'prompt_tokens': input_len,
-                  'spec_verify_ct': verify, 'spec_accept_length': tokens / verify if verify else None}
+                  'latency_s': latency, 'itl_s': itl, 'output_tokens': tokens, 'prompt_tokens': prompt,
+                  'spec_verify_ct': verify, 'spec_accept_length': tokens / verify if verify else None,
+                  'cached_tokens': shared if turn == 0 or lost_cache else max(earlier, shared)}
+        record.update(spec_fields(record, method, params))
         if dataset is not None:
-            record.update(id=str(index + 1), turn=0, final=True, completion_tokens=tokens,
+            record.update(id=str(index + 1), turn=turn, final=turn == turns - 1, completion_tokens=tokens,
                           finish_reason='stop' if tokens < output_len else 'length')
             if category:
                 record['category'] = category
@@ -167,7 +286,7 @@ def write_json(path, data):
 
 def make_campaign(root, host, campaign, matrix, concurrency=(1, 4), num_prompts=8, input_len=64, output_len=32, seed=0,
                   faults=None, gpus=None, write_raw=True, sglang_build=None, datasets=None, temperatures=None, legacy=False,
-                  server_bias=None, repeats=None, energy=False, throttled=None):
+                  server_bias=None, repeats=None, energy=False, throttled=None, turns=1, lost_cache=()):
     """Write <root>/<host>/<campaign>/ for matrix [(tp, method, params)]; returns the stage dicts (the plan).
 
     faults: {stage id: ('failed', reason) | ('infeasible', reason) | ('never',) | ('incomplete', concurrency)}.
@@ -178,6 +297,7 @@ def make_campaign(root, host, campaign, matrix, concurrency=(1, 4), num_prompts=
     repeats: None for one result per run (LAYOUT's names at repeat 1, no repeat keys); N for N repeats (REPEAT_LAYOUT).
     energy: each result gets its energy keys (energy_result); throttled: {stage id: [(concurrency, repeat)]} whose GPUs
     were throttled (gpu_throttled ['sw_power_cap']).
+    turns: the turns of each conversation of a real set; lost_cache: the stage ids whose later turns lose their cache hits.
     """
     faults = faults or {}
     server_bias = server_bias or {}
@@ -217,7 +337,7 @@ def make_campaign(root, host, campaign, matrix, concurrency=(1, 4), num_prompts=
         for (dataset, temperature), c, repeat in [(run, c, r) for run in runs for c in concurrency for r in range(1, (repeats or 1) + 1)]:
             real = dataset if entries and dataset != 'random' else None
             records = request_records(rng, method, params, tp, c, num_prompts, input_len, output_len, dataset=real,
-                                      temperature=temperature)
+                                      temperature=temperature, turns=turns, lost_cache=sid in lost_cache)
             interrupted = False
             if fault == ('incomplete', c):
                 records[-1].update(success=False, error='ReadTimeout: the server stopped answering')
@@ -236,6 +356,7 @@ def make_campaign(root, host, campaign, matrix, concurrency=(1, 4), num_prompts=
             row = from_builtin(records, max(r['end_s'] for r in measured), c, num_prompts, input_len, output_len,
                                seed=1, raw_file='/root/bench_results/%s/%s/%s' % (campaign, sid, raw_name), stage=sid,
                                interrupted=interrupted, server_info=info, **run_workload(entries, dataset, temperature, output_len))
+            row.update(why_keys(records))  # the contract's figures, whatever the harness of this tree computes
             if legacy:
                 row = {key: row[key] for key in LEGACY_KEYS}
                 row['accept_length_source'] = 'server_info' if tau else None

@@ -289,7 +289,7 @@ def test_without_matplotlib_everything_but_the_plots_is_written(campaign, tmp_pa
     monkeypatch.setitem(sys.modules, 'matplotlib', None)
     made = generate(str(campaign['root']), 'qwen', str(tmp_path), synth.LAYOUT)
     assert 'matplotlib is not importable' in made['plots_skipped']
-    assert sorted(p.name for p in tmp_path.iterdir()) == ['report.md', 'report.tex', 'results-categories.csv', 'results-repeats.csv',
+    assert sorted(p.name for p in tmp_path.iterdir()) == ['report.md', 'report.tex', 'results-categories.csv', 'results-repeats.csv', 'results-why.csv',
                                                           'results.csv', 'results.json']
 
 
