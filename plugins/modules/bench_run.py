@@ -224,6 +224,16 @@ options:
     description: Seconds between telemetry samples, 0.05 to 1.
     type: float
     default: 0.1
+  metrics:
+    description:
+      - GET the server's Prometheus C(/metrics) right before and right after each measured repeat (never the warm-up)
+        and keep both texts in C(raw-<dataset>-t<temperature>-c<concurrency>-r<repeat>.metrics.json) beside the result
+        (RV(result.metrics_file)); builtin harness. SGLang serves it only with C(--enable-metrics) (the campaign's
+        C(enable_metrics)).
+      - A server without it (HTTP 404), a failed scrape or a text over 8 MiB leaves RV(result.metrics_file) null and
+        RV(result.metrics_note) saying why; it never fails the run.
+    type: bool
+    default: true
   python:
     description: The interpreter that has SGLang installed (the server's own), for O(harness=sglang).
     type: path
@@ -552,6 +562,109 @@ result:
       type: float
       returned: always
       sample: 2.9
+    accept_rate:
+      description:
+        - The sum of the requests' C(spec_num_correct_drafts) over the sum of their C(spec_num_proposed_drafts)
+          (SGLang's final C(meta_info)), pooled; null when no request carries them (no speculative decoding, or the
+          sglang harness).
+      type: float
+      returned: always
+      sample: 0.62
+    accept_length_mean_of_means:
+      description: The mean over the requests with C(spec_verify_ct > 0) of their own C(completion_tokens / spec_verify_ct) (DDTree's and dflash's mean acceptance).
+      type: float
+      returned: always
+      sample: 3.41
+    accept_length_token_weighted:
+      description: C(sum_i tokens_i * tau_i / sum_i tokens_i) over the same requests, C(tau_i = tokens_i / spec_verify_ct_i).
+      type: float
+      returned: always
+      sample: 3.55
+    accept_histogram:
+      description:
+        - The requests' C(spec_correct_drafts_histogram) summed element-wise; index the number of correct drafts in
+          a verify step, value the verify steps. Null when no request carries one.
+      type: list
+      elements: int
+      returned: always
+      sample: [120, 80, 60, 40]
+    accept_by_position:
+      description:
+        - "For draft position C(i = 1 .. len(accept_histogram) - 1), entry C(i - 1) is C(sum_{j >= i} hist[j] / sum(hist)),
+          the chance the i-th draft token is accepted in a verify step."
+      type: list
+      elements: float
+      returned: always
+      sample: [0.6, 0.333, 0.133]
+    decode_tpot_sd_ms:
+      description:
+        - The sample standard deviation (n - 1) of the requests' TPOT (RV(result.mean_tpot_ms) is their mean), over
+          the RV(result.decode_tpot_n) requests with more than one output token; null for fewer than two.
+      type: float
+      returned: always
+      sample: 1.7
+    decode_tpot_n:
+      description: The number of requests with a TPOT (more than one output token).
+      type: int
+      returned: always
+      sample: 64
+    decode_time_s:
+      description: The sum over those requests of their decode time, latency less TTFT (the first token excluded).
+      type: float
+      returned: always
+      sample: 212.4
+    decode_tokens:
+      description: The sum over those requests of their output tokens less one.
+      type: int
+      returned: always
+      sample: 16320
+    decode_steps:
+      description:
+        - The sum over those requests of C(spec_verify_ct) when every one carries it (a speculative server), their
+          RV(result.decode_tokens) when none does (autoregressive, one token per forward step), null when mixed.
+      type: int
+      returned: always
+      sample: 4620
+    step_time_ms:
+      description: RV(result.decode_time_s) / RV(result.decode_steps) * 1000, a request's time per decode step.
+      type: float
+      returned: always
+      sample: 45.97
+    request_tokens_per_s_mean:
+      description: The mean over the completed requests of output tokens / E2E latency (Spec-Bench's per-request speed).
+      type: float
+      returned: always
+      sample: 74.2
+    cached_tokens:
+      description: The sum of the requests' C(cached_tokens) (prompt tokens the server's radix cache served); null when none carries it.
+      type: int
+      returned: always
+      sample: 2048
+    cache_hit_rate:
+      description: RV(result.cached_tokens) over the sum of the same requests' C(prompt_tokens).
+      type: float
+      returned: always
+      sample: 0.31
+    cache_hit_rate_by_turn:
+      description: The same ratio per turn of the conversations (index the turn, from 0; null for a turn without data).
+      type: list
+      elements: float
+      returned: always
+      sample: [0.02, 0.71]
+    metrics_file:
+      description:
+        - The name, in O(output_dir), of the file holding the server's C(/metrics) text scraped right before and right
+          after the measured run (see O(metrics)).
+        - 'Its JSON: C({"before": {"t": <unix time>, "text": <the /metrics text>}, "after": {...}}).'
+        - Null when not scraped (RV(result.metrics_note) says why).
+      type: str
+      returned: always
+      sample: raw-random-t0-c4-r1.metrics.json
+    metrics_note:
+      description: Why there is no RV(result.metrics_file) (O(metrics) off, the server serves no C(/metrics), the sglang harness, a scrape too large); null otherwise.
+      type: str
+      returned: always
+      sample: null
     mean_client_lag_ms:
       description:
         - Builtin harness; mean delay from when a request was meant to start to when it did. C(p99_client_lag_ms)

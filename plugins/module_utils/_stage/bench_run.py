@@ -66,6 +66,7 @@ ARGUMENT_SPEC = dict(
     gpus=dict(type='list', elements='str', default=[]),
     telemetry=dict(type='str', choices=list(TELEMETRY_CHOICES), default='auto'),
     telemetry_interval=dict(type='float', default=0.1),
+    metrics=dict(type='bool', default=True),
 )
 
 

@@ -25,10 +25,12 @@ from .builtin_harness import (
     sampling_params,
     text_body,
 )
-from .harness import from_builtin, result_row
+from .harness import from_builtin, raw_file_name, result_row
 from .harness_run import (
     STOP_GRACE_S,
     EnergyMeter,
+    MetricsScrape,
+    dataset_name,
     energy_none,
     telemetry_path,
     write_row,
@@ -132,13 +134,20 @@ def warm_up(base, params, limits, body, raw):
     return drive(run, raw, [], limits['request_deadline'])
 
 
+def metrics_path(params, raw_path, repeat):
+    """The /metrics scrapes' file of a repeat, beside its raw log."""
+    return os.path.join(os.path.dirname(raw_path), raw_file_name(
+        dataset_name(params), params['temperature'], params['concurrency'], suffix='metrics.json', repeat=repeat))
+
+
 def run_builtin(module, params, limits, runs, workload, records=None):
     """Measure the missing repeats of one cell: one warm-up pass, then per repeat POST /flush_cache (when
     flush_cache) and the measured run. runs: [(repeat, result file, raw file)] in order; the warm-up's records go to
     the first repeat's raw log, before its own. Every second the raw log gets the finished requests and the result
     file the counts. Every request is bound by the limits, each measured run by the run deadline. Each measured run
 has the stage's GPUs' telemetry (EnergyMeter: idle power after the flush, sampling from right before its first
-request to right after its last response, the series beside the result), never the warm-up. workload: the row's
+request to right after its last response, the series beside the result) and, with O(metrics), the server's /metrics
+    scraped right before and right after it (MetricsScrape, the file beside the raw log), never the warm-up. workload: the row's
     workload keys (harness_run.workload); records: the prompts file's, when already read. A repeat that does not
     complete ends the cell when fail_on_incomplete (its later repeats are not run).
 
@@ -151,6 +160,7 @@ request to right after its last response, the series beside the result), never t
         row_workload = dict(workload, repeat=repeat)
         raw = RawLog(raw_path)
         meter = None
+        scrape = MetricsScrape(base, params.get('metrics', True), metrics_path(params, raw_path, repeat))
         try:
             write_row(result_path, progress_row(row_workload, [], raw_path))
             done = []
@@ -160,10 +170,12 @@ request to right after its last response, the series beside the result), never t
                     row = from_builtin(done, None, raw_file=raw_path, interrupted=True, **row_workload)
                     row['errors'] = sorted(set(record['error'] or 'unfinished' for record in done))[:5]
                     row.update(energy_none('not measured: every warm-up request failed'))
+                    row.update(metrics_file=None, metrics_note='not scraped: every warm-up request failed')
                     write_row(result_path, row)
                     return rows + [row], 'every warm-up request failed: %s' % '; '.join(row['errors'])
             if params['flush_cache']:
                 flush_cache(module, base)
+            scrape.before()
             meter = EnergyMeter(params, telemetry_path(result_path))
             meter.begin()
             run = LoadRun(base, bodies, arrival_times(params['seed'], len(bodies), params['request_rate']),
@@ -173,6 +185,7 @@ request to right after its last response, the series beside the result), never t
                          lambda snapshot, _result=result_path, _workload=row_workload, _raw=raw_path: write_row(
                              _result, progress_row(_workload, snapshot, _raw)))
             meter.end()
+            scrape.after()
         finally:
             raw.close()
             if meter is not None:
@@ -187,6 +200,7 @@ request to right after its last response, the series beside the result), never t
         if run.duration is None:  # given up: its threads outlived the run deadline
             row['errors'] = (row['errors'] + ['the run did not end %g s after its deadline' % STOP_GRACE_S])[:5]
         row.update(meter.keys(row['total_output_tokens']))
+        row.update(scrape.keys())
         write_row(result_path, row)
         rows.append(row)
         if not row['complete'] and params.get('fail_on_incomplete', True):

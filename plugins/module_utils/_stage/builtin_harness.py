@@ -322,12 +322,32 @@ def check_count(name, value, most=None, what='asked for'):
 
 def check_meta(meta, asked_tokens, prompt_len):
     """A request's final meta_info against what was asked: no more output tokens than max_new_tokens, no more
-    prompt tokens than were sent, no more verify steps than output tokens, an acceptance length within them.
-    Raises BrokenResponse."""
+    prompt tokens than were sent, no more verify steps than output tokens, an acceptance length within them; the
+    draft counts counts, no more correct drafts than proposed, an acceptance rate in [0, 1], the histogram of correct
+    drafts a list of counts adding up to the verify steps, no more cached tokens than prompt tokens. Raises
+    BrokenResponse naming the field."""
     tokens = meta.get('completion_tokens')
     check_count('completion_tokens', tokens, asked_tokens)
-    check_count('prompt_tokens', meta.get('prompt_tokens'), prompt_len)
-    check_count('spec_verify_ct', meta.get('spec_verify_ct'), tokens, 'output tokens')
+    prompt = meta.get('prompt_tokens')
+    check_count('prompt_tokens', prompt, prompt_len)
+    steps = meta.get('spec_verify_ct')
+    check_count('spec_verify_ct', steps, tokens, 'output tokens')
+    proposed = meta.get('spec_num_proposed_drafts')
+    check_count('spec_num_proposed_drafts', proposed)
+    check_count('spec_num_correct_drafts', meta.get('spec_num_correct_drafts'), proposed, 'drafts proposed')
+    check_count('cached_tokens', meta.get('cached_tokens'), prompt, 'prompt tokens')
+    rate = meta.get('spec_accept_rate')
+    if rate is not None and (finite(rate) is None or not 0 <= rate <= 1):
+        raise BrokenResponse('the server claims spec_accept_rate %r, which is no rate in [0, 1]' % (rate,))
+    hist = meta.get('spec_correct_drafts_histogram')
+    if hist is not None:
+        if not isinstance(hist, list):
+            raise BrokenResponse('the server claims spec_correct_drafts_histogram %r, which is no list of counts' % (hist,))
+        for steps_of in hist:
+            check_count('spec_correct_drafts_histogram entry', steps_of)
+        if steps is not None and sum(hist) != steps:
+            raise BrokenResponse('the server claims spec_correct_drafts_histogram %r of %d verify steps, not its spec_verify_ct %d'
+                                 % (hist[:20], sum(hist), steps))
     accept = meta.get('spec_accept_length')
     if accept is not None:
         value = finite(accept)

@@ -22,6 +22,30 @@ Statistics follow SGLang's benchmark client (sglang.benchmark.serving, 0.5.23) s
   So it is compared with the same quantity over the run's requests, (sum of completion_tokens - requests) / sum of
   spec_verify_ct: accept_length_disagreement = |that - server| / server, flagged above ACCEPT_DISAGREEMENT (2%). What
   is left is the warm-up the server also counted, or a server that miscounts.
+- Acceptance in full (SPEC_KEYS; SGLang 0.5.23's final meta_info, managers/tokenizer_manager.py
+  _calculate_spec_decoding_metrics), over the requests that carry each field:
+  accept_rate = sum spec_num_correct_drafts / sum spec_num_proposed_drafts (pooled);
+  accept_length_mean_of_means = mean_i tau_i, tau_i = output_tokens_i / spec_verify_ct_i (requests with
+  spec_verify_ct > 0; DDTree's and dflash's per-request mean);
+  accept_length_token_weighted = sum_i tokens_i * tau_i / sum_i tokens_i (accept_length, sum tokens / sum steps, stays
+  the headline tau);
+  accept_histogram = the element-wise sum of the requests' spec_correct_drafts_histogram (index: correct drafts in a
+  verify step, value: verify steps);
+  accept_by_position[i - 1] = sum_{j >= i} hist[j] / sum(hist) for draft position i = 1 .. len(hist) - 1 (the chance
+  the i-th draft token is accepted in a verify step).
+- Decode-only timing (DECODE_KEYS; the papers' definition, the first token excluded), over the requests with more
+  than one output token: decode_tpot_n and decode_tpot_sd_ms, the count and sample standard deviation (n - 1) of
+  their TPOT (the mean is mean_tpot_ms); decode_time_s = sum (latency - TTFT); decode_tokens = sum (output tokens - 1);
+  decode_steps = sum spec_verify_ct when every one of them carries it (a speculative server), decode_tokens when none
+  does (autoregressive: one token per forward step), null when mixed; step_time_ms = decode_time_s / decode_steps *
+  1000; request_tokens_per_s_mean = mean over the finished requests of output tokens / E2E latency (Spec-Bench's
+  per-request speed, evaluation/speed.py).
+- Prefix cache (CACHE_KEYS; meta_info.cached_tokens, the prompt tokens the radix cache served): cached_tokens = sum
+  cached_tokens; cache_hit_rate = sum cached_tokens / sum prompt_tokens; cache_hit_rate_by_turn[t] the same over the
+  requests of turn t (0-based; null for a turn none of whose requests carries both).
+- Server metrics (METRICS_KEYS): metrics_file, the basename of the raw file holding the server's /metrics text
+  scraped right before and right after the measured run ({"before": {"t", "text"}, "after": {...}}); null when not
+  scraped, metrics_note then says why.
 - mean is the arithmetic mean; median and p99 are percentiles by linear interpolation between the closest ranks
   (numpy's default, which SGLang's client uses): rank = (n - 1) * q / 100.
 """
@@ -48,6 +72,16 @@ SAMPLING_KEYS = ('temperature', 'top_p', 'top_k', 'ignore_eos', 'max_new_tokens'
 REPEAT_KEYS = ('repeat', 'repeats', 'warmup_requests')
 ACCEPT_KEYS = ('accept_length', 'accept_length_source', 'accept_length_server_info', 'accept_length_disagreement',
                'accept_length_flag', 'accept_length_p10', 'accept_length_median', 'accept_length_p90')
+# Acceptance beyond tau, from each request's final meta_info (see the module docstring for each formula).
+SPEC_KEYS = ('accept_rate', 'accept_length_mean_of_means', 'accept_length_token_weighted', 'accept_histogram',
+             'accept_by_position')
+# The papers' decode-only timing (first token excluded) and Spec-Bench's per-request speed.
+DECODE_KEYS = ('decode_tpot_sd_ms', 'decode_tpot_n', 'decode_time_s', 'decode_tokens', 'decode_steps', 'step_time_ms',
+               'request_tokens_per_s_mean')
+# Prefix-cache hits (meta_info.cached_tokens), per run and per turn of a conversation.
+CACHE_KEYS = ('cached_tokens', 'cache_hit_rate', 'cache_hit_rate_by_turn')
+# The server's /metrics scraped before and after the measured run (builtin harness, SGLang's --enable-metrics).
+METRICS_KEYS = ('metrics_file', 'metrics_note')
 # The stage's GPUs during the measured run (_telemetry, through harness_run.EnergyMeter); null when not measured,
 # energy_note then says why.
 ENERGY_KEYS = ('energy_j', 'avg_power_w', 'idle_power_w', 'output_tokens_per_j', 'j_per_output_token', 'energy_method',
@@ -58,7 +92,8 @@ RESULT_KEYS = (
 ) + REPEAT_KEYS + DATASET_KEYS + SAMPLING_KEYS + (
     'completed', 'failed', 'complete', 'requests', 'duration_s', 'total_input_tokens', 'total_output_tokens',
     'mean_output_len', 'output_throughput', 'request_throughput',
-) + STAT_KEYS + ACCEPT_KEYS + CLIENT_LAG_KEYS + ENERGY_KEYS + ('errors', 'raw_file')
+) + STAT_KEYS + ACCEPT_KEYS + SPEC_KEYS + DECODE_KEYS + CACHE_KEYS + CLIENT_LAG_KEYS + ENERGY_KEYS + METRICS_KEYS + (
+    'errors', 'raw_file')
 MAX_ERRORS = 5
 ACCEPT_DISAGREEMENT = 0.02  # relative gap between the requests' tau and /server_info's that flags a row
 
@@ -157,6 +192,11 @@ class RequestTiming:
             'prompt_tokens': self.meta.get('prompt_tokens'),
             'spec_verify_ct': self.meta.get('spec_verify_ct'),
             'spec_accept_length': self.meta.get('spec_accept_length'),
+            'spec_accept_rate': self.meta.get('spec_accept_rate'),
+            'spec_num_correct_drafts': self.meta.get('spec_num_correct_drafts'),
+            'spec_num_proposed_drafts': self.meta.get('spec_num_proposed_drafts'),
+            'spec_correct_drafts_histogram': self.meta.get('spec_correct_drafts_histogram'),
+            'cached_tokens': self.meta.get('cached_tokens'),
             'finish_reason': reason.get('type') if isinstance(reason, dict) else reason,
         }
 
@@ -209,6 +249,97 @@ def accept_fields(records, server_info=None, server_accept=None):
     )
 
 
+def _count(value):
+    """A non-negative integer count, else None."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def _histogram(record):
+    """A request's spec_correct_drafts_histogram when it is a non-empty list of counts, else None."""
+    hist = record.get('spec_correct_drafts_histogram')
+    if isinstance(hist, list) and hist and all(_count(steps) is not None for steps in hist):
+        return hist
+    return None
+
+
+def _ratio(numerator, denominator):
+    return float(numerator) / denominator if denominator else None
+
+
+def spec_fields(records):
+    """The SPEC_KEYS of a row from the finished requests (see the module docstring for each formula); null where no
+    request carries what a key needs (an autoregressive server, SGLang's client)."""
+    pairs = [(_count(r.get('spec_num_correct_drafts')), _count(r.get('spec_num_proposed_drafts'))) for r in records]
+    pairs = [(correct, proposed) for correct, proposed in pairs if correct is not None and proposed is not None]
+    taus = [(float(r.get('output_tokens') or 0), float(r.get('output_tokens') or 0) / _verify_steps(r))
+            for r in records if _verify_steps(r)]
+    tokens = math.fsum(count for count, _tau in taus)
+    histograms = [hist for hist in map(_histogram, records) if hist is not None]
+    total = None
+    if histograms:
+        total = [0] * max(len(hist) for hist in histograms)
+        for hist in histograms:
+            for index, steps in enumerate(hist):
+                total[index] += steps
+    steps = sum(total) if total else 0
+    return dict(
+        accept_rate=_ratio(sum(c for c, _p in pairs), sum(p for _c, p in pairs)) if pairs else None,
+        accept_length_mean_of_means=math.fsum(tau for _count_, tau in taus) / len(taus) if taus else None,
+        accept_length_token_weighted=_ratio(math.fsum(count * tau for count, tau in taus), tokens) if taus else None,
+        accept_histogram=total,
+        accept_by_position=[float(sum(total[index:])) / steps for index in range(1, len(total))] if steps else None,
+    )
+
+
+def _decoded(record):
+    """A request with more than one output token and both its TTFT and latency (the decode-timing set)."""
+    return (record.get('output_tokens') or 0) > 1 and record.get('ttft_s') is not None and record.get('latency_s') is not None
+
+
+def decode_fields(records):
+    """The DECODE_KEYS of a row from the finished requests (see the module docstring for each formula)."""
+    decoded = [r for r in records if _decoded(r)]
+    tpots = [(r['latency_s'] - r['ttft_s']) / (r['output_tokens'] - 1) for r in decoded]
+    sd = None
+    if len(tpots) > 1:
+        mean = math.fsum(tpots) / len(tpots)
+        sd = math.sqrt(math.fsum((tpot - mean) ** 2 for tpot in tpots) / (len(tpots) - 1)) * 1000.0
+    time_s = math.fsum(r['latency_s'] - r['ttft_s'] for r in decoded) if decoded else None
+    tokens = sum(r['output_tokens'] - 1 for r in decoded) if decoded else None
+    spec = [_verify_steps(r) for r in decoded]
+    if not decoded:
+        steps = None
+    elif all(spec):
+        steps = sum(spec)
+    elif not any(spec):
+        steps = tokens  # autoregressive: one output token per forward step
+    else:
+        steps = None  # some requests carry verify steps, some not: no one count of steps
+    speeds = [float(r.get('output_tokens') or 0) / r['latency_s'] for r in records
+              if r.get('latency_s') is not None and r['latency_s'] > 0]
+    return dict(
+        decode_tpot_sd_ms=sd, decode_tpot_n=len(tpots), decode_time_s=time_s, decode_tokens=tokens, decode_steps=steps,
+        step_time_ms=time_s / steps * 1000.0 if steps else None,
+        request_tokens_per_s_mean=math.fsum(speeds) / len(speeds) if speeds else None,
+    )
+
+
+def cache_fields(records):
+    """The CACHE_KEYS of a row from the finished requests: hits over the requests that carry cached_tokens and
+    prompt_tokens, overall and by turn (a record without `turn` is turn 0)."""
+    counted = [(r.get('turn') or 0, _count(r.get('cached_tokens')), _count(r.get('prompt_tokens'))) for r in records]
+    counted = [(turn, cached, prompt) for turn, cached, prompt in counted if cached is not None and prompt is not None]
+    if not counted:
+        return dict(cached_tokens=None, cache_hit_rate=None, cache_hit_rate_by_turn=None)
+    by_turn = []
+    for turn in range(max(turn for turn, _cached, _prompt in counted) + 1):
+        of_turn = [(cached, prompt) for number, cached, prompt in counted if number == turn]
+        by_turn.append(_ratio(sum(c for c, _p in of_turn), sum(p for _c, p in of_turn)) if of_turn else None)
+    cached = sum(c for _t, c, _p in counted)
+    return dict(cached_tokens=cached, cache_hit_rate=_ratio(cached, sum(p for _t, _c, p in counted)),
+                cache_hit_rate_by_turn=by_turn)
+
+
 def from_builtin(records, duration_s, concurrency, num_prompts, input_len, output_len, request_rate=None, seed=None,
                  server_info=None, raw_file=None, stage=None, interrupted=False, **workload):
     """The result row of a builtin harness run from its request records (warm-up records are left out).
@@ -247,6 +378,9 @@ def from_builtin(records, duration_s, concurrency, num_prompts, input_len, outpu
     )
     values.update(workload)
     values.update(accept_fields(finished, server_info))
+    values.update(spec_fields(finished))
+    values.update(decode_fields(finished))
+    values.update(cache_fields(finished))
     for metric, seconds in (('ttft_ms', ttfts), ('itl_ms', itls), ('tpot_ms', tpots), ('e2e_latency_ms', e2e)):
         values.update(summarize(seconds, metric))
     return result_row(**values)
@@ -318,21 +452,23 @@ ANY_KEYS = ('accept_length_flag',)
 # What a summary takes from the first repeat that has it: the run's keys, which every repeat of a cell shares.
 SHARED_KEYS = ('harness', 'stage', 'concurrency', 'num_prompts', 'input_len', 'output_len', 'request_rate', 'seed',
                'repeats', 'warmup_requests', 'accept_length_source', 'energy_method', 'energy_backend', 'power_source',
-               'energy_note') + DATASET_KEYS + SAMPLING_KEYS
+               'energy_note', 'metrics_note') + DATASET_KEYS + SAMPLING_KEYS
+# The list-valued keys: of several repeats, the histogram is summed element-wise, the others averaged element-wise.
+LIST_KEYS = ('accept_histogram', 'accept_by_position', 'cache_hit_rate_by_turn')
 
 
 def cell_summary(rows):
     """The summary of one cell's repeat rows (in repeat order), a row of the same keys: a single row as it is; of
     several, the run's keys, counts summed, complete when every repeat is, each other number the mean of the repeats
-    that have it (output_throughput and accept_length included), errors the first few of all, repeat and raw_file
-    null. The report computes its statistics from the files, not from this."""
+    that have it (output_throughput and accept_length included), the list keys (LIST_KEYS) position by position,
+    errors the first few of all, repeat and the raw file names null. The report computes its statistics from the files, not from this."""
     rows = list(rows)
     if len(rows) == 1:
         return dict(rows[0])
     summary = result_row()
     for key in RESULT_KEYS:
         values = [row.get(key) for row in rows if row.get(key) is not None]
-        if key in ('schema_version', 'repeat', 'raw_file', 'telemetry_file'):
+        if key in ('schema_version', 'repeat', 'raw_file', 'telemetry_file', 'metrics_file'):
             continue
         if key in SHARED_KEYS:
             summary[key] = values[0] if values else None
@@ -342,6 +478,8 @@ def cell_summary(rows):
             summary[key] = all(row.get('complete') is True for row in rows)
         elif key in ANY_KEYS:
             summary[key] = any(values) if values else None
+        elif key in LIST_KEYS:
+            summary[key] = _elementwise(values, sum if key == 'accept_histogram' else None)
         elif key == 'gpu_throttled':
             summary[key] = sorted(set(name for value in values for name in value)) if values else None
         elif key == 'errors':
@@ -350,6 +488,22 @@ def cell_summary(rows):
             numbers = [finite(value) for value in values if finite(value) is not None]
             summary[key] = math.fsum(numbers) / len(numbers) if numbers else None
     return summary
+
+
+def _elementwise(lists, combine=None):
+    """Lists of numbers (None allowed) combined position by position: combine(numbers) (default: their mean); None at
+    a position none has, None when there are no lists."""
+    lists = [value for value in lists if isinstance(value, list)]
+    if not lists:
+        return None
+    combined = []
+    for index in range(max(len(value) for value in lists)):
+        numbers = [value[index] for value in lists if index < len(value) and finite(value[index]) is not None]
+        if not numbers:
+            combined.append(None)
+        else:
+            combined.append(combine(numbers) if combine else math.fsum(numbers) / len(numbers))
+    return combined
 
 
 def _first_errors(errors):

@@ -13,8 +13,10 @@ from __future__ import annotations
 import csv
 import json
 import os
+import time
 
 from ansible_collections.specdec.bench.plugins.module_utils._common import atomic_write, finite, results_file
+from .sglang_http import CONNECTION_ERRORS, HTTPStatusError, TooLarge, get_text
 from ansible_collections.specdec.bench.plugins.module_utils._telemetry import (
     SERIES_COLUMNS,
     Telemetry,
@@ -213,6 +215,74 @@ def write_series(path, rows):
         writer.writerow(SERIES_COLUMNS)
         writer.writerows(rows)
     return len(rows)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The server's Prometheus /metrics (SGLang's --enable-metrics) of one measured repeat: scraped right before and right
+# after it (outside the energy window: the idle half second between moves no counter), kept raw beside the raw log;
+# the report takes the deltas (plugins/plugin_utils/server_metrics.py). A scrape never fails the run: the row's
+# metrics_file is then null and metrics_note says why.
+
+METRICS_MAX_BYTES = 8 << 20  # a /metrics text longer than this is dropped (SGLang's is tens of KiB)
+METRICS_TIMEOUT_S = 10.0
+NO_METRICS = 'the server serves no /metrics (SGLang needs --enable-metrics)'
+METRICS_OFF = 'metrics off: the stage runs SGLang without --enable-metrics'
+METRICS_SGLANG = 'the sglang harness (SGLang\'s own client) does not scrape /metrics'
+
+
+def scrape_metrics(base_url, timeout=METRICS_TIMEOUT_S, max_bytes=METRICS_MAX_BYTES, clock=time.time):
+    """One GET of base_url/metrics: ({"t": unix time of the answer, "text": its text}, None) or (None, why not)."""
+    try:
+        text = get_text(base_url.rstrip('/') + '/metrics', timeout=timeout, max_bytes=max_bytes)
+    except HTTPStatusError as exc:
+        return None, NO_METRICS if exc.status == 404 else 'GET /metrics failed: %s' % exc
+    except TooLarge:
+        return None, 'GET /metrics answered more than %d bytes; the scrape is dropped' % max_bytes
+    except CONNECTION_ERRORS as exc:
+        return None, 'GET /metrics failed: %s: %s' % (type(exc).__name__, exc)
+    return {'t': round(clock(), 6), 'text': text}, None
+
+
+class MetricsScrape:
+    """The /metrics of one measured repeat, for the builtin driver; it never raises.
+
+        scrape = MetricsScrape(base_url, enabled, path)   # path: the file beside the raw log
+        scrape.before()                                   # right before the run
+        ...                                               # the measured run
+        scrape.after()                                    # right after it: the file is written
+        row.update(scrape.keys())
+    """
+
+    def __init__(self, base_url, enabled, path, scrape=scrape_metrics):
+        self.base_url = base_url
+        self.path = path
+        self.scrape = scrape
+        self.snapshots = {}
+        self.note = None if enabled else METRICS_OFF
+        self.written = False
+
+    def _take(self, when):
+        if self.note is None:
+            self.snapshots[when], self.note = self.scrape(self.base_url)
+
+    def before(self):
+        self._take('before')
+
+    def after(self):
+        self._take('after')
+        if self.note is not None:
+            return
+        try:
+            atomic_write(self.path, json.dumps({'before': self.snapshots['before'], 'after': self.snapshots['after']}) + '\n')
+            self.written = True
+        except (OSError, ValueError) as exc:
+            self.note = 'cannot write %s: %s' % (os.path.basename(self.path), exc)
+
+    def keys(self):
+        """The row's METRICS_KEYS."""
+        if self.written:
+            return dict(metrics_file=os.path.basename(self.path), metrics_note=None)
+        return dict(metrics_file=None, metrics_note=self.note or 'not scraped: the run did not end')
 
 
 def workload(params, num_prompts=None, turns=None):

@@ -32,7 +32,7 @@ import time
 from ansible_collections.specdec.bench.plugins.module_utils._common import atomic_write, finite
 from .errors import StageError
 from .harness import from_sglang_client, parse_client_output, result_row
-from .harness_run import STOP_GRACE_S, EnergyMeter, telemetry_path, write_row
+from .harness_run import METRICS_SGLANG, STOP_GRACE_S, EnergyMeter, telemetry_path, write_row
 
 # SGLang's benchmark client moved from sglang.bench_serving to sglang.benchmark.serving; the newer is tried first.
 CLIENT_MODULES = ('sglang.benchmark.serving', 'sglang.bench_serving')
@@ -210,6 +210,7 @@ def run_client(module, python, client, params, limits, result_path, raw_path, lo
                          errors=[error or str(exc)], **workload)
         error = error or 'no result from the SGLang client: %s' % exc
     row.update(meter.keys(row.get('total_output_tokens')))
+    row.update(metrics_file=None, metrics_note=METRICS_SGLANG)
     if meter.figures is not None and meter.span is None:
         row['energy_note'] = '; '.join(note for note in (row['energy_note'], 'energy over the client\'s whole run (no '
                                                          'measured window: start-up and warm-up included)') if note)

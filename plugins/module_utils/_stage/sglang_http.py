@@ -83,3 +83,20 @@ def post(url, timeout=30.0):
             return response.status, response.read().decode('utf-8', 'replace')
     except urllib.error.HTTPError as exc:
         return exc.code, exc.read().decode('utf-8', 'replace')
+
+
+class TooLarge(Exception):
+    """An answer longer than the bound its reader set."""
+
+
+def get_text(url, timeout=30.0, max_bytes=None):
+    """GET the answer's text; raises HTTPStatusError for a status other than 200, TooLarge when the body is longer
+    than max_bytes (no more than max_bytes + 1 bytes are read), or a connection error."""
+    try:
+        with _OPENER.open(url, timeout=timeout) as response:
+            data = response.read() if max_bytes is None else response.read(max_bytes + 1)
+    except urllib.error.HTTPError as exc:
+        raise HTTPStatusError(url, exc.code, exc.read(4096).decode('utf-8', 'replace')) from None
+    if max_bytes is not None and len(data) > max_bytes:
+        raise TooLarge('%s answered more than %d bytes' % (url, max_bytes))
+    return data.decode('utf-8', 'replace')
