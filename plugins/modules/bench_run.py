@@ -571,7 +571,9 @@ result:
       returned: always
       sample: 0.62
     accept_length_mean_of_means:
-      description: The mean over the requests with C(spec_verify_ct > 0) of their own C(completion_tokens / spec_verify_ct) (DDTree's and dflash's mean acceptance).
+      description:
+        - The mean over the requests with C(spec_verify_ct > 0) of their own C(completion_tokens / spec_verify_ct)
+          (DDTree's and dflash's mean acceptance).
       type: float
       returned: always
       sample: 3.41
@@ -661,7 +663,9 @@ result:
       returned: always
       sample: raw-random-t0-c4-r1.metrics.json
     metrics_note:
-      description: Why there is no RV(result.metrics_file) (O(metrics) off, the server serves no C(/metrics), the sglang harness, a scrape too large); null otherwise.
+      description:
+        - Why there is no RV(result.metrics_file) (O(metrics) off, the server serves no C(/metrics), the sglang harness,
+          a scrape too large); null otherwise.
       type: str
       returned: always
       sample: null
