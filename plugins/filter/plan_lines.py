@@ -99,6 +99,16 @@ def workload_line(workload):
     return line
 
 
+def metrics_line(stages):
+    """'server metrics off: <why>' when the servers run without --enable-metrics (spec.enable_metrics false, or a
+    build without the flag); None when they have it (the default: their command lines say so) or for a plan made
+    before the option (no enable_metrics key)."""
+    stage = next((stage for stage in stages if 'enable_metrics' in stage), None)
+    if stage is None or stage['enable_metrics']:
+        return None
+    return stage.get('metrics_note') or 'server metrics off'
+
+
 def checkpoints_line(stages):
     """'draft checkpoints: N to copy (size) from H, M already here' for a draft sweep; None without checkpoints."""
     checkpoints = {}
@@ -167,15 +177,18 @@ def wave_lines(stages):
 
 
 def plan_lines(plan_stages, campaign, host):
-    """The plan's header (stages, feasible, blocked), its workload (the same in every stage), the draft checkpoints of a
-    sweep (how many to copy, how many already here), the GPU pools, one line per stage, then the waves of a plan that
-    runs stages side by side."""
+    """The plan's header (stages, feasible, blocked), its workload (the same in every stage), why the servers serve no
+    /metrics when they do not, the draft checkpoints of a sweep (how many to copy, how many already here), the GPU pools,
+    one line per stage, then the waves of a plan that runs stages side by side."""
     stages = plan_stages or []
     lines = ['%s on %s: %d stage(s), %d feasible, %d blocked' % (
         campaign, host, len(stages), sum(1 for s in stages if s.get('feasible')), sum(1 for s in stages if s.get('blocked')))]
     workload = next((stage['workload'] for stage in stages if isinstance(stage.get('workload'), dict)), None)
     if workload and workload.get('datasets'):
         lines.append(workload_line(workload))
+    metrics = metrics_line(stages)
+    if metrics:
+        lines.append(metrics)
     checkpoints = checkpoints_line(stages)
     if checkpoints:
         lines.append(checkpoints)

@@ -80,6 +80,8 @@ def stage_runs(stage, settings):
                     'gpus': list(stage.get('gpus') or []),
                     'telemetry': str(settings['telemetry']),
                     'telemetry_interval': float(settings['telemetry_interval']),
+                    # /metrics scraped around each measured run where the plan gave the server --enable-metrics
+                    'metrics': bool(stage.get('enable_metrics')),
                     'output_dir': stage_dir(stage, settings),
                 }
                 if random:

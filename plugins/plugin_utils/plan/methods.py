@@ -23,6 +23,10 @@ PARAM_TYPES = ('int',)
 # What a method's args and env may refer to besides its own params.
 STAGE_FIELDS = ('model', 'draft', 'tp', 'port')
 COMMON_FLAGS = ('--model-path', '--tp-size', '--host', '--port', '--mem-fraction-static')
+# spec.enable_metrics: SGLang's Prometheus /metrics, which the harness scrapes around each measured run; the flag every
+# stage's server gets after COMMON_FLAGS where the build's option list has its dest.
+METRICS_FLAG = '--enable-metrics'
+METRICS_DEST = 'enable_metrics'
 
 
 def arg_items(args, field):
@@ -164,6 +168,29 @@ def check_extra_args(extra_args, planned, build):
             fail(field, 'is %s, which %s reads as %s (%s of it), which the plan sets' % (
                 flag, where, option['flags'][0], 'an alias' if how == 'exact' else 'an abbreviation'),
                 'flags other than %s and their aliases and abbreviations' % planned_list)
+
+
+def server_metrics(requested, build):
+    """spec.enable_metrics against the build: (whether every stage's server gets METRICS_FLAG, the plan's note when it
+    does not). Unset means on where the build's option list has the dest enable_metrics and silently off elsewhere;
+    true on a build without it fails naming both; a method table of the user's own with no build is on only when
+    asked (nothing says its SGLang knows the flag)."""
+    if requested is not None and not isinstance(requested, bool):
+        fail('enable_metrics', 'is %r' % (requested,), 'true or false (SGLang\'s %s)' % METRICS_FLAG)
+    if requested is False:
+        return False, 'server metrics off (enable_metrics: false)'
+    if build is None:
+        if requested:
+            return True, None
+        return False, ('server metrics off: the method table given to the plan names no SGLang build to say it knows %s '
+                       '(enable_metrics: true adds it)' % METRICS_FLAG)
+    if any(option.get('dest') == METRICS_DEST for option in build['options']):
+        return True, None
+    where = 'SGLang %s (build %s)' % (build['sglang_version'], build['name'])
+    if requested:
+        fail('enable_metrics', 'is true, and %s has no %s' % (where, METRICS_FLAG),
+             'false or unset, or a build whose option list (plugins/plugin_utils/sglang_builds/%s) has it' % build['options_file'])
+    return False, 'server metrics off: %s has no %s' % (where, METRICS_FLAG)
 
 
 def build_profile(build, methods, sglang_version, sglang_python):

@@ -21,12 +21,12 @@ from .capacity import DEFAULT_MEM_FRACTION, DEFAULT_MIN_KV_HEADROOM_GIB
 from .checkpoints import spec_draft
 from .common import (MODEL_KEYS, ONE_LINE, POSITIVE_INT, STEP_PARAM, check_id, check_keys, check_path, fail, is_int,
                      is_number, is_positive_int, one_line)
-from .methods import COMMON_FLAGS, arg_items, check_extra_args, env_items, flag_name
+from .methods import COMMON_FLAGS, METRICS_FLAG, arg_items, check_extra_args, env_items, flag_name, server_metrics
 from .workload import spec_concurrency, spec_repeats, spec_workload
 
 CAMPAIGN_MAX_LEN = 64
 SPEC_KEYS = ('campaign', 'description', 'model', 'draft', 'tp', 'methods', 'workload', 'concurrency', 'repeats',
-             'mem_fraction', 'min_kv_headroom_gib', 'extra_args', 'env', 'parallel')
+             'mem_fraction', 'min_kv_headroom_gib', 'extra_args', 'env', 'parallel', 'enable_metrics')
 TP_KEYS = ('size', 'gpus', 'id', 'pool')
 # spec.parallel: how many stages may run at once, on disjoint GPUs (1, the default, is one at a time)
 PARALLEL_ALLOWED = 'true, false or a number of stages >= 1'
@@ -231,8 +231,9 @@ def validate_spec(spec, table, build=None):
         if 'draft' in table[method]['uses'] and sweep is not None and STEP_PARAM in table[method]['params']:
             fail('draft', 'is a sweep of checkpoints, whose step names the stages, and method %s has a parameter %s of its own'
                  % (method, STEP_PARAM), 'one draft (a path), or a method table without a parameter named %s' % STEP_PARAM)
+    metrics, metrics_note = server_metrics(spec.get('enable_metrics'), build)
     extra_args = arg_items(spec.get('extra_args') or [], 'extra_args')
-    planned = set(COMMON_FLAGS)
+    planned = set(COMMON_FLAGS) | {METRICS_FLAG}  # set by enable_metrics, on or off
     for method, _matrix in methods:
         planned.update(flag_name(arg) for arg in table[method]['args'])
     check_extra_args(extra_args, planned, build)
@@ -251,4 +252,5 @@ def validate_spec(spec, table, build=None):
         'extra_args': extra_args,
         'env': env,
         'parallel': _spec_parallel(spec.get('parallel', False)),
+        'enable_metrics': metrics, 'metrics_note': metrics_note,
     }

@@ -13,6 +13,7 @@ import fnmatch
 from ansible_collections.specdec.bench.plugins.module_utils._process import RESTORED_SERVICE
 from .capacity import stage_fit
 from .common import STEP_PARAM, STEP_SHORT
+from .methods import METRICS_FLAG
 
 HOST = '127.0.0.1'
 UNIT_PREFIX = 'specdec-'
@@ -58,14 +59,17 @@ def _holders(gpus, stoppable, processes):
 
 
 def _common_args(plan, tp, port):
-    """The flags every stage's server gets (COMMON_FLAGS), before its method's."""
-    return [
+    """The flags every stage's server gets (COMMON_FLAGS, and METRICS_FLAG when the plan has metrics on), before its method's."""
+    args = [
         ['--model-path', plan['model']['path']],
         ['--tp-size', str(tp)],
         ['--host', HOST],
         ['--port', str(port)],
         ['--mem-fraction-static', str(plan['mem_fraction'])],
     ]
+    if plan['enable_metrics']:
+        args.append(METRICS_FLAG)
+    return args
 
 
 def make_stage(plan, table, tp, indices, why_not, host, method, params, port, stoppable, weights_bytes, checkpoint=None, pinning=(None, None, None)):
@@ -129,6 +133,9 @@ def make_stage(plan, table, tp, indices, why_not, host, method, params, port, st
         'concurrency': list(plan['concurrency']),
         'repeats': plan['repeats'],
         'sglang_build': dict(plan['sglang_build']),
+        # SGLang's /metrics (--enable-metrics in argv), which bench_run scrapes around each measured run; why not when off
+        'enable_metrics': plan['enable_metrics'],
+        'metrics_note': plan['metrics_note'],
         'feasible': reason is None,
         'reason': reason,
         'fit': fit,

@@ -212,9 +212,9 @@ def test_ct200_tp8_holder_not_declared_stoppable_blocks_the_stage():
 def test_ct200_sglang_args_and_env_come_from_the_method_table():
     stages = by_id(plan())
 
-    def common(stage):
+    def common(stage):  # the build knows --enable-metrics: on by default
         return [['--model-path', '/models/Qwen3.6-27B'], ['--tp-size', str(stage['tp'])], ['--host', '127.0.0.1'],
-                ['--port', str(stage['port'])], ['--mem-fraction-static', '0.88']]
+                ['--port', str(stage['port'])], ['--mem-fraction-static', '0.88'], '--enable-metrics']
     auto = stages['tp1-autoregressive']
     assert auto['sglang_args'] == common(auto) and auto['draft_path'] is None
     dflash = stages['tp4-dflash-n16']
@@ -342,10 +342,10 @@ def test_not_strict_turns_host_problems_into_infeasible_stages():
 
 def test_extra_args_and_env_reach_every_stage():
     spec = ct200_spec()
-    spec['extra_args'] = ['--enable-metrics', ['--context-length', 8192]]
+    spec['extra_args'] = ['--enable-cache-report', ['--context-length', 8192]]
     spec['env'] = {'HF_HUB_OFFLINE': 1}
     for stage in plan(spec=spec):
-        assert stage['sglang_args'][-2:] == ['--enable-metrics', ['--context-length', '8192']]
+        assert stage['sglang_args'][-2:] == ['--enable-cache-report', ['--context-length', '8192']]
         assert stage['env']['HF_HUB_OFFLINE'] == '1'
 
 
