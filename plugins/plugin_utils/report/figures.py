@@ -8,7 +8,8 @@ plot_series and plot_figures: per host and run, throughput against concurrency a
 DDTree budget (each method's best settings when there are more than MAX_THROUGHPUT_LINES), and with energy measured
 tokens per joule against concurrency. paper_figures follow tables.paper_rows: per host and TP, speedup and tau per
 dataset as grouped bars per method, and speedup against the DDTree budget with one line per dataset. figure_specs: a
-checkpoint sweep's tau and speedup against the drafter's training step per host, TP and dataset. Whiskers are the 95%
+checkpoint sweep's tau and speedup against the drafter's training step per host, TP and dataset. why.why_figures:
+per host, TP, dataset and temperature with a budget sweep, both speedups, tau and the verify-cost factor. Whiskers are the 95%
 intervals over the repeats (none with one repeat).
 """
 
@@ -21,6 +22,7 @@ from .checkpoints import figure_key as checkpoint_figure_key
 from .keys import BASELINE_METHOD, METHOD_NAMES
 from .read import MEASURED
 from .tables import figure_key, named_runs, paper_rows
+from .why import why_figures
 
 
 # The sweep parameter of the budget plots.
@@ -115,7 +117,7 @@ def plot_figures(report):
                 runs.append((row['dataset'], row['temperature']))
         for run in runs:
             figures += _run_figures(report, host['host'], run, named, methods, baseline_label)
-    return figures + paper_figures(report) + figure_specs(report)
+    return figures + paper_figures(report) + figure_specs(report) + why_figures(report)
 
 
 def _interval(cell, metric):

@@ -12,6 +12,7 @@ import re
 
 from .keys import METHOD_NAMES
 from .latex_sections import _tex_ci, checkpoint_latex, interference_latex, paper_latex, tex_escape, time_latex
+from .latex_why import why_latex
 from .read import MEASURED
 from .tables import _energy_cells, _groups, _markers_used, _per_request, _repeated, _throttle_reasons, named_runs, setting_table
 from .text import beside_note, energy_method_line, ENERGY_THROTTLED, NOT_SIGNIFICANT
@@ -31,6 +32,7 @@ def render_latex(report):
     named, per_request = named_runs(report['rows']), _per_request(report['rows'])
     out += paper_latex(report)  # the papers' layout (tables), [] when there is nothing to show
     out += checkpoint_latex(report)  # a checkpoint sweep (checkpoints), [] without one
+    out += why_latex(report)  # the papers' decode speedup at c=1, [] without one
     for (host, dataset, temperature, tp), group in groups.items():
         if not any(row['status'] == MEASURED for row in group['cells'].values()):
             continue
@@ -62,11 +64,11 @@ def render_latex(report):
             out.append('%s & %s \\\\' % (tex_escape(line['setting']) + (TEX_BESIDE_MARK if line['beside'] else ''), ' & '.join(cells)))
         flagged = any(row.get('accept_length_flag') for row in group['cells'].values() if row['status'] == MEASURED)
         if named:
-            caption = (r'%s, dataset %s at temperature %g, TP%s: output throughput, speedup over %s at the same TP, dataset, '
+            caption = (r'%s, dataset %s at temperature %g, TP%s: output throughput, serving speedup (output throughput) over %s at the same TP, dataset, '
                        r'temperature and concurrency, ' % (tex_escape(host), tex_escape(dataset), temperature, tp, tex_escape(baseline)))
             label = '%s-%s-%s-t%g-tp%s' % (report['campaign'], host, dataset, temperature, tp)
         else:
-            caption = r'%s, TP%s: output throughput, speedup over %s at the same TP and concurrency, ' % (
+            caption = r'%s, TP%s: output throughput, serving speedup (output throughput) over %s at the same TP and concurrency, ' % (
                 tex_escape(host), tp, tex_escape(baseline))
             label = '%s-%s-tp%s' % (report['campaign'], host, tp)
         caption += (r'acceptance length $\tau$ per request ($\sum$ completion tokens / $\sum$ verify steps of the run)'

@@ -146,7 +146,7 @@ def paper_latex(report):
         concurrencies = ', '.join(str(c) for c in sorted(set(row['concurrency'] for row in table['rows'])))
         body = [('%s, $T=%g$' % (tex_escape(row['dataset']), row['temperature']), row['cells']) for row in table['rows']]
         body.append((r'\textit{overall} (%s prompts)' % _count(table['overall']['prompts']), table['overall']['cells']))
-        caption = (r'%s, TP%s, concurrency %s: speedup and acceptance length $\tau$ per dataset, %s; a swept method at its '
+        caption = (r'%s, TP%s, concurrency %s: serving speedup (output throughput) and acceptance length $\tau$ per dataset, %s; a swept method at its '
                    r'best setting by mean speedup; overall: weighted by the prompt counts of the datasets' % (
                        tex_escape(table['host']), table['tp'], concurrencies, note))
         energy = (r'E/tok: energy per output token over that of %s at the same dataset, temperature and concurrency (below '

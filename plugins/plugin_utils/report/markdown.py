@@ -18,6 +18,7 @@ from .keys import INVALID, METHOD_NAMES
 from .markdown_sections import (
     _fmt, _fmt_ci, _markdown_energy, _md_code, _tau, checkpoint_markdown, interference_markdown, md_escape,
     paper_markdown, time_markdown)
+from .markdown_why import why_markdown
 from .read import MEASURED
 from .tables import _groups, _markers_used, _per_request, _repeated, named_runs, setting_table
 from .text import _workload_label, BESIDE_MARK, beside_note, NOT_SIGNIFICANT
@@ -47,7 +48,7 @@ def render_markdown(report, plots=None):
     lines = ['# Campaign `%s`: speculative decoding benchmark' % report['campaign'], '']
     if _per_request(report['rows']) or named:
         lines += [
-            'Each cell: output throughput (tok/s) · speedup over %s at the same host, TP, dataset, temperature and '
+            'Each cell: output throughput (tok/s) · serving speedup (output throughput over %s\'s) at the same host, TP, dataset, temperature and '
             'concurrency · acceptance length τ per request: Σ completion tokens / Σ verify steps over the run\'s own '
             'requests (SGLang\'s meta_info.spec_verify_ct); ⚠ marks a run where the server\'s /server_info figure '
             '(after /flush_cache) differs from it by more than 2%% (the τ cross-check table gives both). **Bold**: the best '
@@ -55,7 +56,7 @@ def render_markdown(report, plots=None):
             % (METHOD_NAMES.get(report['baseline_method'], report['baseline_method']), report['baseline_method']), '']
     else:
         lines += [
-            'Each cell: output throughput (tok/s) · speedup over %s at the same host, TP and concurrency · '
+            'Each cell: output throughput (tok/s) · serving speedup (output throughput over %s\'s) at the same host, TP and concurrency · '
             'acceptance length τ (tokens per verify step, as the server reports it). **Bold**: the best throughput '
             'at that concurrency. – : not measured; a speedup is left empty when its %s baseline was not measured.'
             % (METHOD_NAMES.get(report['baseline_method'], report['baseline_method']), report['baseline_method']), '']
@@ -101,6 +102,7 @@ def render_markdown(report, plots=None):
         lines += _best_note(report)
     lines += paper_markdown(report, plots)  # the papers' layout (tables), [] when there is nothing to show
     lines += checkpoint_markdown(report, plots)  # a checkpoint sweep (checkpoints), [] without one
+    lines += why_markdown(report, plots)  # acceptance, the papers' speedup, verify cost, cache hits; [] without a measured row
     for host in report['hosts']:
         env = host['environment']
         lines += ['## Host %s' % _md_code(host['host']), '']

@@ -96,7 +96,8 @@ def _md_table(columns, methods, baseline, rows, md_escape):
 def _ci_note(report):
     return ('Cells: mean over the repeats ± half the width of its 95%% interval (Student t for τ, Fieller\'s for the '
             'speedup, which may be slightly asymmetric: results.csv gives both ends); just the mean where one repeat '
-            'was measured. Speedup over %s at the same host, TP, dataset, temperature and concurrency.'
+            'was measured. Serving speedup: output throughput over %s\'s (prefill and queueing included) at the same host, TP, '
+            'dataset, temperature and concurrency; the papers\' decode-only speedup is in "Why the speedup is what it is".'
             % METHOD_NAMES.get(report['baseline_method'], report['baseline_method']))
 
 

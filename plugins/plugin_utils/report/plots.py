@@ -217,14 +217,44 @@ def _draw_checkpoints(spec):
     return _png(figure)
 
 
+def _draw_why_budget(spec):
+    """One panel against the budget: both speedups and tau on the left axis (the decode speedup's whiskers its
+    interval), the verify-cost factor dotted on a second axis at the right."""
+    width = PANEL_INCHES[0] + 1.2 + 0.6 + LEGEND_INCHES + 1.0
+    figure, axes = _new_figure(1, width=width)
+    figure.subplots_adjust(right=1.0 - (LEGEND_INCHES + 1.0) / width)  # room for the right axis' label before the legend
+    axis = axes[0]
+    axis.plot([math.log2(x) for x, _y in spec['speedup']], [y for _x, y in spec['speedup']], marker='o', color='C0',
+              label='serving speedup over %s' % spec['baseline'])
+    points = spec['speedup_decode']
+    if points:
+        values = [point[1:] for point in points]
+        axis.errorbar([math.log2(point[0]) for point in points], [value[0] for value in values], yerr=_whiskers(values), marker='s',
+                      capsize=2, color='C1', label='decode speedup (papers\' definition)')
+    axis.plot([math.log2(x) for x, _y in spec['accept_length']], [y for _x, y in spec['accept_length']], marker='^', linestyle='--',
+              color='C2', label='τ (step-pooled)')
+    axis.axhline(1.0, linestyle=':', linewidth=0.8, color='black')
+    _log2_axis(axis, spec['x'], 'DDTree budget B (tree nodes)')
+    axis.set_ylabel('speedup (x) and τ (tokens per step)')
+    axis.grid(True, alpha=0.3)
+    cost = axis.twinx()
+    cost.plot([math.log2(x) for x, _y in spec['verify_cost_factor']], [y for _x, y in spec['verify_cost_factor']], marker='x',
+              linestyle=':', color='C3', label='verify-cost factor (right axis)')
+    cost.set_ylabel('verify-cost factor (%s step / step)' % spec['baseline'])
+    _figure_legend(figure, [axis, cost])
+    figure.suptitle(spec['title'], fontsize=9)
+    return _png(figure)
+
+
 _PAPER_DRAW = {'per_dataset': _draw_per_dataset, 'budget_per_dataset': _draw_budget_per_dataset, 'energy': _draw_energy,
-               'checkpoints': _draw_checkpoints}
+               'checkpoints': _draw_checkpoints, 'why_budget': _draw_why_budget}
 
 
 def write_plots(report, output_dir, write, keep=None, cache=None):
     """Draw the plots; {(host, dataset, temperature, 'speedup'|'accept_length'|'throughput'|'energy'): file name}, plus
     {tables.figure_key(host, tp, 'per_dataset'|'speedup_vs_budget_per_dataset'): file name} and
-    {checkpoints.figure_key(host, tp, dataset): file name}, and the new cache.
+    {checkpoints.figure_key(host, tp, dataset): file name}, {why.why_figure_key(host, tp, dataset, temperature): file
+    name}, and the new cache.
 
     write(name, data) stores a drawn file, keep(name) registers one left as it is. A figure whose input (and the drawing
     code's PLOT_STYLE) is what cache says it was when its file, still unchanged, was drawn is not drawn again: the same

@@ -299,3 +299,103 @@ def csv_rows(report):
             row[key] = _text_list(row[key])
         out.append(row)
     return out
+
+
+def why_groups(report):
+    """The why tables as data: [{'host', 'tp', 'dataset', 'temperature', 'concurrency', 'rows': [why row]}] per host,
+    TP, dataset, temperature and concurrency that has a speculative row, in the rows' order (AR first, then DFlash and
+    the DDTree budget sweep as the report orders them)."""
+    groups = {}
+    for item in report.get('why') or []:
+        key = (item['host'], item['tp'], item['dataset'], item['temperature'], item['concurrency'])
+        groups.setdefault(key, []).append(item)
+    out = []
+    for (host, tp, dataset, temperature, concurrency), items in groups.items():
+        if any(item['method'] != report['baseline_method'] for item in items):
+            out.append({'host': host, 'tp': tp, 'dataset': dataset, 'temperature': temperature, 'concurrency': concurrency,
+                        'rows': items})
+    return out
+
+
+def has_figures(report):
+    """True when a why row has any figure the results' new keys give (else the section only says they are missing)."""
+    return any(item.get(key) is not None for item in report.get('why') or []
+               for key in ('accept_histogram', 'accept_rate', 'accept_length_mean_of_means', 'speedup_decode', 'step_time_ms',
+                           'request_tokens_per_s_mean', 'cache_hit_rate'))
+
+
+def why_figure_key(host, tp, dataset, temperature):
+    """The key of a why figure (against the DDTree budget) in write_plots' {key: file name}."""
+    return ('why', host, tp, dataset, temperature)
+
+
+def _safe(text):
+    return ''.join(char if char.isascii() and (char.isalnum() or char in '._-') else '_' for char in str(text))
+
+
+def why_figures(report):
+    """The why figures as plain data, [(file name, why_figure_key, spec)]: per host, TP, dataset and temperature with a
+    DDTree budget swept (two budgets or more, at one top-k: the one swept over the most budgets), at the run's lowest
+    concurrency, against the budget: the serving speedup, the decode speedup (whiskers: its Fieller interval) and tau
+    (step-pooled) on the left axis, the verify-cost factor on the right."""
+    base = METHOD_NAMES.get(report['baseline_method'], report['baseline_method'])
+    sweeps = {}
+    for item in report.get('why') or []:
+        if item.get('budget') is None:
+            continue
+        sweeps.setdefault((item['host'], item['tp'], item['dataset'], item['temperature']), []).append(item)
+    figures = []
+    for (host, tp, dataset, temperature), items in sweeps.items():
+        concurrency = min(item['concurrency'] for item in items)
+        items = [item for item in items if item['concurrency'] == concurrency]
+        topks = {}
+        for item in items:
+            topks.setdefault(item['topk'], []).append(item)
+        topk = max(topks, key=lambda k: (len(topks[k]), -(k or 0)))
+        items = sorted(topks[topk], key=lambda item: item['budget'])
+        if len(items) < 2:
+            continue
+        spec = {'kind': 'why_budget', 'baseline': base, 'x': [item['budget'] for item in items],
+                'speedup': [(item['budget'], item['speedup']) for item in items if item['speedup'] is not None],
+                'speedup_decode': [(item['budget'], item['speedup_decode'], item['speedup_decode_ci_low'], item['speedup_decode_ci_high'])
+                                   for item in items if item['speedup_decode'] is not None],
+                'accept_length': [(item['budget'], item['accept_length']) for item in items if item['accept_length'] is not None],
+                'verify_cost_factor': [(item['budget'], item['verify_cost_factor']) for item in items if item['verify_cost_factor'] is not None],
+                'title': 'Speedup, τ and verify cost vs DDTree budget, %s TP%s, %s at T=%g, c=%s%s (campaign %s)' % (
+                    host, tp, dataset, temperature, concurrency, ', top-k %s' % topk if topk is not None else '', report['campaign'])}
+        name = 'why_vs_budget-%s.png' % '-'.join(_safe(part) for part in (host, 'tp%s' % tp, dataset, 't%g' % temperature))
+        figures.append((name, why_figure_key(host, tp, dataset, temperature), spec))
+    return figures
+
+
+# The concurrency of the papers' table: batch 1, as the DFlash and DDTree papers time it.
+PAPER_CONCURRENCY = 1
+
+
+def decode_paper_tables(report):
+    """The papers' table with their speedup, per host and TP at concurrency 1: [{'host', 'tp', 'methods': [{'method',
+    'label'}], 'rows': [{'dataset', 'temperature', 'cells': {method: {'setting', 'speedup_decode', 'speedup_decode_ci_low',
+    'speedup_decode_ci_high', 'accept_length_mean_of_means', 'accept_length'}}}]}]; a method with several settings shows
+    the one with the highest decode speedup, named. [] when no speculative row at c=1 has a decode speedup."""
+    baseline = report['baseline_method']
+    tables = {}
+    for item in report.get('why') or []:
+        if item['concurrency'] != PAPER_CONCURRENCY or item.get('speedup_decode') is None:
+            continue
+        table = tables.setdefault((item['host'], item['tp']), {'methods': [], 'rows': {}})
+        if item['method'] not in table['methods']:
+            table['methods'].append(item['method'])
+        cells = table['rows'].setdefault((item['dataset'], item['temperature']), {})
+        best = cells.get(item['method'])
+        if best is None or item['speedup_decode'] > best['speedup_decode']:
+            cells[item['method']] = dict((key, item.get(key)) for key in (
+                'setting', 'speedup_decode', 'speedup_decode_ci_low', 'speedup_decode_ci_high', 'accept_length_mean_of_means',
+                'accept_length'))
+    out = []
+    for (host, tp), table in tables.items():
+        methods = sorted(table['methods'], key=lambda method: method != baseline)
+        if methods == [baseline]:
+            continue
+        out.append({'host': host, 'tp': tp, 'methods': [{'method': method, 'label': METHOD_NAMES.get(method, method)} for method in methods],
+                    'rows': [{'dataset': run[0], 'temperature': run[1], 'cells': cells} for run, cells in table['rows'].items()]})
+    return out
