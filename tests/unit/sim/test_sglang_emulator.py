@@ -9,6 +9,7 @@ import http.client
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -40,6 +41,9 @@ DEADLINE_S = 10.0
 # The emulator's parser is made from these: the option lists of every build profile, as the sim image has them.
 OPTIONS_DIR = Path(tempfile.mkdtemp(prefix="specdec-sim-options-"))
 sglang_build.write_option_lists(str(OPTIONS_DIR))
+# and the release's /metrics list beside them, as build.sh installs it
+METRICS_JSON = REPO / "plugins" / "plugin_utils" / "sglang_builds" / "sglang-0.5.23.metrics.json"
+shutil.copy(str(METRICS_JSON), str(OPTIONS_DIR / METRICS_JSON.name))
 sim_server_args.OPTIONS_DIR = str(OPTIONS_DIR)  # the parser made in this process reads them too
 # The simulated CT200's build: the release's options plus DDTree's (tests below pick others)
 TEST_BUILD = "sglang-ddtree-pr29907"
@@ -171,7 +175,7 @@ def dflash(tmp_path_factory):
     emu = Emulator(tmp_path_factory.mktemp("dflash"), [
         "--tp-size", "1", "--mem-fraction-static", "0.88",
         "--speculative-algorithm", "DFLASH", "--speculative-draft-model-path", "z-lab/Qwen3.6-27B-DFlash",
-        "--speculative-num-draft-tokens", "16", "--speculative-dflash-block-size", "16",
+        "--speculative-num-draft-tokens", "16", "--speculative-dflash-block-size", "16", "--enable-metrics",
     ], env={"SIM_SGLANG_BUILD": "sglang-0.5.23"}, load_seconds="1.0")
     try:
         emu.wait_ready()
@@ -628,8 +632,10 @@ def test_stream_chunks_carry_their_send_time_on_the_hosts_monotonic_clock(dflash
     status, raw = dflash.post("/generate", dict(body, stream=False))
     whole, last = json.loads(raw), json.loads(payloads[-2])
     assert status == 200 and "sim_sent_at" not in whole["meta_info"]
+    # the repeat finds the first one's prompt in the prefix cache (all but the one token SGLang always computes)
+    assert whole["meta_info"]["cached_tokens"] == whole["meta_info"]["prompt_tokens"] - 1
     for meta in (whole["meta_info"], last["meta_info"]):
-        for key in ("id", "e2e_latency", "sim_sent_at"):
+        for key in ("id", "e2e_latency", "sim_sent_at", "cached_tokens"):
             meta.pop(key, None)
     assert last == whole
 
@@ -870,8 +876,9 @@ def test_generate_meta_info_carries_sglangs_per_request_spec_fields(dflash):
     assert keys[8:] == ["e2e_latency", "spec_accept_rate", "spec_accept_length", "spec_num_correct_drafts",
                         "spec_num_proposed_drafts", "spec_verify_ct", "spec_correct_drafts_histogram"]
     again = generate(dflash, MATH[0], max_new_tokens=200, temperature=0, ignore_eos=True)["meta_info"]
-    for key in keys[1:8] + keys[9:]:
+    for key in keys[1:7] + keys[9:]:
         assert again[key] == meta[key], key
+    assert again["cached_tokens"] == again["prompt_tokens"] - 1  # the repeat's prompt is in the prefix cache
 
 
 def test_generate_stops_at_an_eos_the_prompt_places_unless_ignore_eos(dflash):

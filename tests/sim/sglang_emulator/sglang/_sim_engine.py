@@ -4,11 +4,17 @@ One ``Engine`` per data-parallel rank, each a thread. Like SGLang's scheduler it
 batch whenever requests wait, else one decode (verify) step for every running request; a step's
 duration comes from ``_sim_model`` for the batch it actually holds, so concurrency, TP and the
 speculative method shape latency and throughput the way they do on a GPU.
+
+Each engine keeps SGLang's radix prefix cache (``PrefixCache``, mem_cache/radix_cache.py at the default page size 1):
+a finished request's prompt and output tokens are inserted, a new request's prefill computes only what the cache
+does not hold, LRU leaves are evicted to keep the cache and the running requests within max_total_num_tokens, and
+/flush_cache empties it.
 """
 
 from __future__ import annotations
 
 import collections
+import heapq
 import math
 import os
 import threading
@@ -45,18 +51,163 @@ def detokenize(ids) -> str:
     return "".join(" " + WORDS[token % len(WORDS)] for token in ids if WORD_ID_MIN <= token < WORD_ID_END)
 
 
+# The emulator's tokenizer for text prompts: a token is 4 bytes of the UTF-8 text (about what BPE gives for English,
+# and the count approx_tokens reports). It is prefix-stable: the tokens of a text's whole 4-byte chunks are the same
+# whatever follows, so turn 2 of a conversation (turn 1's prompt + its answer + the next user turn) starts with
+# turn 1's tokens but for the chunk cut at the end of turn 1's text.
+TOKEN_BYTES = 4
+
+
+def text_tokens(text: str) -> tuple:
+    """The prompt tokens of a text: its UTF-8 bytes in chunks of TOKEN_BYTES (one empty token for no text)."""
+    data = text.encode("utf-8")
+    return tuple(data[i:i + TOKEN_BYTES] for i in range(0, len(data), TOKEN_BYTES)) or (b"",)
+
+
+class _RadixNode:
+    __slots__ = ("key", "children", "parent", "last_access", "lock_ref")
+
+    def __init__(self, key: tuple, parent: Optional["_RadixNode"]):
+        self.key = key
+        self.children = {}
+        self.parent = parent
+        self.last_access = 0
+        self.lock_ref = 0
+
+
+class PrefixCache:
+    """SGLang's radix tree of cached token sequences (mem_cache/radix_cache.py, page size 1), token count only.
+
+    ``match`` gives the longest cached prefix of a sequence (splitting the node it ends in, as SGLang does);
+    ``insert`` adds a sequence; a running request locks the path of its match (lock_ref) so eviction spares it;
+    ``evict`` drops least recently used unlocked leaves. Tokens are any hashable values (ids or text chunks)."""
+
+    def __init__(self):
+        self.root = _RadixNode((), None)
+        self.root.lock_ref = 1
+        self.size = 0  # tokens held
+        self._tick = 0
+
+    def _touch(self) -> int:
+        self._tick += 1
+        return self._tick
+
+    @staticmethod
+    def _common(key: tuple, seq, start: int) -> int:
+        n = min(len(key), len(seq) - start)
+        i = 0
+        while i < n and key[i] == seq[start + i]:
+            i += 1
+        return i
+
+    def _split(self, node: _RadixNode, at: int) -> _RadixNode:
+        """Cut node's key at `at`: a new parent holds key[:at], node keeps the rest; returns the new parent."""
+        head = _RadixNode(node.key[:at], node.parent)
+        head.last_access = node.last_access
+        head.lock_ref = node.lock_ref
+        head.children = {node.key[at]: node}
+        node.parent.children[node.key[0]] = head
+        node.key = node.key[at:]
+        node.parent = head
+        return head
+
+    def match(self, seq):
+        """(matched token count, the node the match ends at) of seq's longest cached prefix."""
+        node, pos, now = self.root, 0, self._touch()
+        while pos < len(seq):
+            child = node.children.get(seq[pos])
+            if child is None:
+                break
+            common = self._common(child.key, seq, pos)
+            child.last_access = now
+            if common < len(child.key):
+                node = self._split(child, common)
+                pos += common
+                break
+            node, pos = child, pos + common
+        return pos, node
+
+    def insert(self, seq) -> None:
+        node, pos, now = self.root, 0, self._touch()
+        while pos < len(seq):
+            child = node.children.get(seq[pos])
+            if child is None:
+                leaf = _RadixNode(tuple(seq[pos:]), node)
+                leaf.last_access = now
+                node.children[seq[pos]] = leaf
+                self.size += len(leaf.key)
+                return
+            common = self._common(child.key, seq, pos)
+            child.last_access = now
+            if common < len(child.key):
+                child = self._split(child, common)
+            node, pos = child, pos + common
+
+    @staticmethod
+    def lock(node: _RadixNode, delta: int) -> None:
+        while node is not None:
+            node.lock_ref += delta
+            node = node.parent
+
+    def evictable(self) -> int:
+        """Tokens in nodes no running request holds."""
+        total, stack = 0, list(self.root.children.values())
+        while stack:
+            node = stack.pop()
+            if node.lock_ref == 0:
+                total += len(node.key)
+            stack.extend(node.children.values())
+        return total
+
+    def evict(self, tokens: int) -> int:
+        """Drop least recently used unlocked leaves until `tokens` are freed (or none is left); the tokens freed."""
+        if tokens <= 0:
+            return 0
+        heap, stack = [], list(self.root.children.values())
+        while stack:
+            node = stack.pop()
+            if node.children:
+                stack.extend(node.children.values())
+            elif node.lock_ref == 0:
+                heap.append((node.last_access, id(node), node))
+        heapq.heapify(heap)
+        freed = 0
+        while heap and freed < tokens:
+            _access, _ident, node = heapq.heappop(heap)
+            parent = node.parent
+            del parent.children[node.key[0]]
+            freed += len(node.key)
+            self.size -= len(node.key)
+            if parent is not self.root and not parent.children and parent.lock_ref == 0:
+                heapq.heappush(heap, (parent.last_access, id(parent), parent))
+        return freed
+
+    def clear(self) -> None:
+        self.root.children = {}
+        self.size = 0
+
+
 class GenRequest:
     """One sequence being generated; the engine appends to it, an HTTP thread reads it.
 
     ``tau``: the request's own mean accepted tokens per verify step (the workload's when None); ``eos_at``: the
-    output length at which the model emits ``eos_id`` and stops (None: never, as with ignore_eos)."""
+    output length at which the model emits ``eos_id`` and stops (None: never, as with ignore_eos).
+    The prompt's tokens, for the prefix cache: ``prompt_ids`` (token ids given), else ``prompt_text`` (text, in
+    text_tokens); ``chat``: the client is shown the answer with its leading space stripped (a chat message), so that
+    is the answer text a next turn sends back. Neither: the request is not cached."""
 
     def __init__(self, rid: str, prompt_tokens: int, max_new_tokens: int, seed: int,
                  workload: model.Workload, sink, index: int = 0, stream: bool = False,
                  crash_trigger: bool = False, internal: bool = False, tau: Optional[float] = None,
-                 eos_at: Optional[int] = None, eos_id: int = 2):
+                 eos_at: Optional[int] = None, eos_id: int = 2, prompt_ids=None,
+                 prompt_text: Optional[str] = None, chat: bool = False):
         self.rid = rid
         self.prompt_tokens = prompt_tokens
+        self.prompt_ids = None if prompt_ids is None else tuple(prompt_ids)
+        self.prompt_text = prompt_text
+        self.chat = chat
+        self.cached_tokens = 0  # prompt tokens the prefill found in the prefix cache
+        self.prefix_node = None  # the cache node its match ends at, locked while it runs
         self.max_new_tokens = max(0, int(max_new_tokens))
         self.sampler = model.AcceptanceSampler(workload, seed, tau)
         self.planned_ids = model.token_ids(seed, self.max_new_tokens)
@@ -80,6 +231,8 @@ class GenRequest:
         self.finished = False
         self.created = time.time()
         self.started = time.perf_counter()
+        self.prefill_started: Optional[float] = None  # when the scheduler took it off the queue
+        self.first_token_at: Optional[float] = None
         self.finished_at: Optional[float] = None
         self.dp_rank = 0
         self._delivered = 0  # tokens the HTTP side has written to the client (streaming)
@@ -93,9 +246,33 @@ class GenRequest:
     def completion_tokens(self) -> int:
         return len(self.output_ids)
 
+    def prompt_sequence(self) -> Optional[tuple]:
+        """The prompt's tokens as the prefix cache keys them (None: not cached)."""
+        if self.prompt_ids is not None:
+            return self.prompt_ids
+        if self.prompt_text is not None:
+            return text_tokens(self.prompt_text)
+        return None
+
+    def cached_sequence(self) -> Optional[tuple]:
+        """What SGLang inserts into the radix tree once the request finishes (cache_finished_req): the prompt and the
+        output, less the last output token, whose KV was never computed. For a text prompt the output is its text
+        as the client got it, tokenized with the prompt (the ids of a text are the ids its detokenized text gives
+        back, as a BPE round trip does)."""
+        if self.prompt_ids is not None:
+            seq = self.prompt_ids + tuple(self.output_ids)
+        elif self.prompt_text is not None:
+            answer = detokenize(self.output_ids)
+            seq = text_tokens(self.prompt_text + (answer.lstrip() if self.chat else answer))
+        else:
+            return None
+        return seq[:-1] if self.output_ids else seq
+
     def emit(self, count: int) -> None:
         take = min(count, self.limit - len(self.output_ids))
         self.output_ids.extend(self.planned_ids[len(self.output_ids):len(self.output_ids) + take])
+        if self.first_token_at is None and self.output_ids:
+            self.first_token_at = time.perf_counter()
         if len(self.output_ids) >= self.limit:
             self.finished = True
             self.finished_at = time.perf_counter()
@@ -172,7 +349,7 @@ class GenRequest:
             "num_retractions": 0,
             "reasoning_tokens": 0,
             "completion_tokens": self.completion_tokens if completion_tokens is None else completion_tokens,
-            "cached_tokens": 0,
+            "cached_tokens": self.cached_tokens,
         }
         if final:
             meta["e2e_latency"] = (self.finished_at or time.perf_counter()) - self.started
@@ -215,13 +392,23 @@ def step_load(wl: model.Workload, batch: int, prefill: bool = False) -> float:
 
 
 class EngineStats:
-    """Counters an engine keeps for /server_info and /metrics (guarded by the engine's lock)."""
+    """Counters an engine keeps for /server_info and /metrics (guarded by the engine's lock).
+
+    The request counters are keyed by is_streaming ("true" / "false") and, as SGLang's tokenizer counts them
+    (TokenizerMetricsCollector.observe_one_finished_request), grow when a request finishes; the histograms keep
+    their observations (seconds)."""
 
     def __init__(self):
-        self.prompt_tokens_total = 0
-        self.generation_tokens_total = 0
-        self.num_requests_total = 0
+        self.prompt_tokens_total = collections.Counter()
+        self.generation_tokens_total = collections.Counter()
+        self.num_requests_total = collections.Counter()
+        self.cached_tokens_total = 0
         self.spec_verify_calls_total = 0
+        self.time_to_first_token = collections.defaultdict(list)
+        self.e2e_request_latency = collections.defaultdict(list)
+        self.queue_time: List[float] = []
+        # the last prefill batch's hit share (SGLang's cache_hit_rate gauge: hit / (new + hit) of a prefill batch)
+        self.last_cache_hit_rate = 0.0
         self.forward_ct_decode = 0
         # One decode-log window (SGLang's --decode-log-interval): the log line and the gauges.
         self.window_generated = 0
@@ -246,7 +433,7 @@ class Engine:
                  max_total_num_tokens: int = 1 << 20, dp_rank: int = 0,
                  on_crash: Optional[Callable[[], None]] = None,
                  on_busy: Optional[Callable[[int, bool], None]] = None,
-                 step_seconds: Optional[float] = None):
+                 step_seconds: Optional[float] = None, prefix_cache: bool = True):
         self.hw = hw
         self.wl = wl
         self.log = log
@@ -261,6 +448,8 @@ class Engine:
         self.on_crash = on_crash
         self.on_busy = on_busy
         self.spec = wl.method != model.AUTOREGRESSIVE
+        # None: no prefix cache (--disable-radix-cache, or hits lost under speculation: SimServer decides)
+        self.cache: Optional[PrefixCache] = PrefixCache() if prefix_cache else None
         self.cond = threading.Condition()
         self.waiting: "collections.deque[GenRequest]" = collections.deque()
         self.running: List[GenRequest] = []
@@ -294,7 +483,8 @@ class Engine:
             return len(self.running), len(self.waiting)
 
     def flush_cache(self) -> bool:
-        """Reset the cumulative acceptance statistics; refused while requests are in flight."""
+        """Empty the prefix cache and reset the cumulative acceptance statistics; refused while requests are in
+        flight (SGLang's Scheduler.flush_cache resets the tree)."""
         with self.cond:
             if self.waiting or self.running:
                 self.log("Cache not flushed because there are pending requests. #queue-req: %d, "
@@ -304,6 +494,8 @@ class Engine:
             stats.forward_ct_decode = stats.window_generated = 0
             stats.window_accept_tokens = stats.window_forward_ct = 0
             stats.spec_total_accept_tokens = stats.spec_total_forward_ct = 0
+            if self.cache is not None:
+                self.cache.clear()
             self.log("Cache flushed successfully!")
             return True
 
@@ -371,25 +563,66 @@ class Engine:
 
     def _drop_aborted(self) -> None:
         self.waiting = collections.deque(r for r in self.waiting if not r.aborted)
+        for req in self.running:
+            if req.aborted:
+                self._release(req)
         self.running = [r for r in self.running if not r.aborted and not r.finished]
+
+    def _match(self, req: GenRequest) -> None:
+        """The request's cached prefix: the longest the cache holds, at most prompt - 1 tokens (SGLang computes at
+        least one: Req.init_next_round_input keeps the last prompt token out of the match)."""
+        seq = req.prompt_sequence() if self.cache is not None and not req.internal else None
+        if not seq:
+            req.cached_tokens, req.prefix_node = 0, None
+            return
+        matched, node = self.cache.match(seq[:max(0, min(len(seq), req.prompt_tokens) - 1)])
+        req.cached_tokens, req.prefix_node = matched, node
+
+    def _release(self, req: GenRequest) -> None:
+        if req.prefix_node is not None:
+            PrefixCache.lock(req.prefix_node, -1)
+            req.prefix_node = None
+
+    def _in_use(self) -> int:
+        """KV slots the running requests hold beyond what they share with the cache."""
+        return sum(r.prompt_tokens - r.cached_tokens + r.completion_tokens for r in self.running
+                   if not r.finished and not r.aborted)
+
+    def _fit(self, more: int = 0) -> None:
+        """Evict least recently used cache leaves until the cache, the running requests and `more` new tokens fit
+        in max_total_num_tokens."""
+        if self.cache is not None:
+            self.cache.evict(self.cache.size + self._in_use() + more - self.max_total_num_tokens)
 
     def _take_prefill_batch(self) -> List[GenRequest]:
         batch: List[GenRequest] = []
         tokens = 0
         while self.waiting and len(self.running) + len(batch) < self.max_running_requests:
             nxt = self.waiting[0]
-            if batch and tokens + nxt.prompt_tokens > self.chunked_prefill_size:
+            self._match(nxt)
+            extend = nxt.prompt_tokens - nxt.cached_tokens
+            if batch and tokens + extend > self.chunked_prefill_size:
                 break
             batch.append(self.waiting.popleft())
-            tokens += nxt.prompt_tokens
+            if nxt.prefix_node is not None:
+                PrefixCache.lock(nxt.prefix_node, 1)
+            nxt.prefill_started = time.perf_counter()
+            if not nxt.internal:
+                self.stats.queue_time.append(nxt.prefill_started - nxt.started)
+            tokens += extend
+        if batch:
+            self._fit(tokens)
         return batch
 
     def _prefill(self, batch: List[GenRequest], num_running: int, queued: int) -> None:
-        new_tokens = sum(r.prompt_tokens for r in batch)
+        new_tokens = sum(r.prompt_tokens - r.cached_tokens for r in batch)
+        cached_tokens = sum(r.cached_tokens for r in batch)
         if not all(r.internal for r in batch):
-            self.log("Prefill batch, #new-seq: %d, #new-token: %d, #cached-token: 0, token usage: %.2f, "
+            self.log("Prefill batch, #new-seq: %d, #new-token: %d, #cached-token: %d, token usage: %.2f, "
                      "#running-req: %d, #queue-req: %d"
-                     % (len(batch), new_tokens, self._token_usage(), num_running, queued))
+                     % (len(batch), new_tokens, cached_tokens, self._token_usage(), num_running, queued))
+            self.stats.last_cache_hit_rate = cached_tokens / max(1, new_tokens + cached_tokens)
+        # only the tokens the cache does not hold are computed
         ms = model.prefill_ms(self.hw, self.wl, new_tokens)
         self._publish_load(step_load(self.wl, len(batch), prefill=True), ms)
         self._spend(ms)
@@ -397,9 +630,8 @@ class Engine:
             self._crash()  # nothing left to stream: die before the only token
         with self.cond:
             for req in batch:
-                if not req.internal:
-                    self.stats.prompt_tokens_total += req.prompt_tokens
                 if req.aborted:
+                    self._release(req)
                     continue
                 if req.max_new_tokens > 0:
                     req.emit(1)  # the prefill samples the first token
@@ -440,7 +672,6 @@ class Engine:
                 stats.window_forward_ct += len(running)
                 stats.spec_total_accept_tokens += accepted_total
                 stats.spec_total_forward_ct += len(running)
-                stats.spec_verify_calls_total += len(running)
             if stats.forward_ct_decode % self.decode_log_interval == 0:
                 self._close_window(len(running), context, queued)
 
@@ -451,13 +682,29 @@ class Engine:
                 self._close_window(0, 0, 0, log=False)
 
     def _count_generated(self, req: GenRequest, count: int) -> None:
-        if not req.internal:
-            self.stats.generation_tokens_total += count
         self.stats.window_generated += count
 
     def _finish(self, req: GenRequest) -> None:
-        if not req.internal:
-            self.stats.num_requests_total += 1
+        """A request is done: its tokens go into the prefix cache (SGLang's cache_finished_req), and the tokenizer's
+        counters and histograms count it."""
+        if self.cache is not None and not req.internal:
+            seq = req.cached_sequence()
+            if seq:
+                self.cache.insert(seq)
+        self._release(req)
+        if self.cache is not None:
+            self._fit()
+        if req.internal:
+            return
+        stats, streaming = self.stats, "true" if req.stream else "false"
+        stats.prompt_tokens_total[streaming] += req.prompt_tokens
+        stats.generation_tokens_total[streaming] += req.completion_tokens
+        stats.num_requests_total[streaming] += 1
+        stats.cached_tokens_total += req.cached_tokens
+        stats.spec_verify_calls_total += req.verify_ct
+        end = req.finished_at or time.perf_counter()
+        stats.time_to_first_token[streaming].append((req.first_token_at or end) - req.started)
+        stats.e2e_request_latency[streaming].append(end - req.started)
 
     def _close_window(self, num_running: int, context: int, queued: int, log: bool = True) -> None:
         stats = self.stats

@@ -37,6 +37,10 @@ from ._sim_engine import Engine, GenRequest, detokenize
 from .srt import server_args
 
 SPEC_NEEDS_DRAFT = ("DFLASH", "DDTREE", "EAGLE", "EAGLE3", "STANDALONE", "DSPARK")
+# Whether a speculative server keeps its prefix-cache hits (see SimServer.spec_prefix_cache): SIM_SGLANG_SPEC_PREFIX_CACHE,
+# else the first line of this file (the simulated host's setting, as /etc/sim-sglang/build), else "keep".
+SPEC_PREFIX_CACHE_FILE = "/etc/sim-sglang/spec-prefix-cache"
+SPEC_PREFIX_CACHE_MODES = ("keep", "lose")
 DEFAULT_MAX_NEW_TOKENS = 128
 HEALTH_CHECK_TIMEOUT = float(os.environ.get("SGLANG_HEALTH_CHECK_TIMEOUT", "20"))
 
@@ -79,6 +83,90 @@ def _read_json(path: str) -> Optional[dict]:
         return data if isinstance(data, dict) else None
     except (OSError, ValueError):
         return None
+
+
+def spec_prefix_cache_mode() -> str:
+    """keep | lose: SIM_SGLANG_SPEC_PREFIX_CACHE, else SPEC_PREFIX_CACHE_FILE's first line, else keep. Anything else is
+    refused at start (ValueError), as a typo must not silently keep the hits."""
+    value = os.environ.get("SIM_SGLANG_SPEC_PREFIX_CACHE", "").strip().lower()
+    origin = "SIM_SGLANG_SPEC_PREFIX_CACHE"
+    if not value:
+        origin = SPEC_PREFIX_CACHE_FILE
+        try:
+            with open(SPEC_PREFIX_CACHE_FILE, encoding="utf-8") as handle:
+                value = handle.readline().strip().lower()
+        except OSError:
+            value = ""
+    value = value or "keep"
+    if value not in SPEC_PREFIX_CACHE_MODES:
+        raise ValueError("%s is %r; it must be keep or lose" % (origin, value))
+    return value
+
+
+def metrics_spec(build: str) -> Optional[dict]:
+    """The build's /metrics list (<build>.metrics.json beside its option list, else the release's, sglang-0.5.23):
+    what plugins/plugin_utils/sglang_builds/sglang-<version>.metrics.json took from SGLang's metrics collector."""
+    folder = os.environ.get("SIM_SGLANG_OPTIONS_DIR", server_args.OPTIONS_DIR)
+    for name in (build, "sglang-" + __version__.split("+")[0]):
+        spec = _read_json(os.path.join(folder, name + ".metrics.json"))
+        if spec and isinstance(spec.get("metrics"), list):
+            return spec
+    return None
+
+
+def go_float(value) -> str:
+    """A sample value as prometheus_client writes it (utils.floatToGoString): Python's repr of the float, with Go's
+    earlier switch to an exponent for large numbers."""
+    value = float(value)
+    if value == math.inf:
+        return "+Inf"
+    if value == -math.inf:
+        return "-Inf"
+    if math.isnan(value):
+        return "NaN"
+    text = repr(value)
+    dot = text.find(".")
+    if value > 0 and dot > 6:
+        mantissa = ("%s.%s%s" % (text[0], text[1:dot], text[dot + 1:])).rstrip("0.")
+        return "%se+0%d" % (mantissa, dot - 1)
+    return text
+
+
+def exposition(spec: dict, labels: dict, samples: dict) -> str:
+    """Prometheus text format 0.0.4 as SGLang's /metrics writes it (prometheus_client's MultiProcessCollector, then
+    generate_latest): counters, then histograms, then gauges, each family with # HELP and # TYPE, label names in
+    sorted order, histograms as _sum, _bucket (le ascending, +Inf last) and _count, no _created series. ``labels``:
+    collector name -> its label values; ``samples``: metric name -> [(extra labels, value)] (a histogram's value:
+    its observations). A family with no sample is left out, as prometheus_client leaves out a labelled metric never
+    set."""
+    def label_text(values: dict) -> str:
+        return ",".join('%s="%s"' % (key, str(values[key]).replace("\\", "\\\\").replace("\n", "\\n")
+                                                         .replace('"', '\\"'))
+                        for key in sorted(values))
+
+    lines = []
+    for kind in ("counter", "histogram", "gauge"):
+        for metric in spec["metrics"]:
+            name = metric["name"]
+            rows = samples.get(name)
+            if metric.get("type") != kind or not rows:
+                continue
+            lines.append("# HELP %s %s" % (name, metric["help"].replace("\\", "\\\\").replace("\n", "\\n")))
+            lines.append("# TYPE %s %s" % (name, kind))
+            base = labels.get(metric.get("collector"), {})
+            for extra, value in rows:
+                values = dict(base, **extra)
+                if kind != "histogram":
+                    lines.append("%s{%s} %s" % (name, label_text(values), go_float(value)))
+                    continue
+                lines.append("%s_sum{%s} %s" % (name, label_text(values), go_float(sum(value))))
+                bounds = [float(b) for b in metric.get("buckets") or []] + [math.inf]
+                for bound in bounds:
+                    count = sum(1 for v in value if v <= bound)
+                    lines.append("%s_bucket{%s} %s" % (name, label_text(dict(values, le=go_float(bound))),
+                                                         go_float(count)))
+                lines.append("%s_count{%s} %s" % (name, label_text(values), go_float(len(value))))
+    return "\n".join(lines) + "\n"
 
 
 def weights_bytes(path: Optional[str]) -> Optional[float]:
@@ -223,6 +311,8 @@ class SimServer:
         self.hardware: Optional[model.Hardware] = None
         self.weight_version = "default"
         self.eos_id = eos_token_id(args["model_path"])
+        self.spec_prefix_cache = "keep"  # read at load (spec_prefix_cache_mode)
+        self.metrics = metrics_spec(server_args.build_name()) if args.get("enable_metrics") else None
 
     # ---- what a request's content makes of it ------------------------------------------------
 
@@ -259,6 +349,13 @@ class SimServer:
         needed = tp * dp * max(1, args["pp_size"])
         self._check_model_paths()
         self._read_draft_quality()
+        try:
+            self.spec_prefix_cache = spec_prefix_cache_mode()
+        except ValueError as exc:
+            raise StartupError(["ValueError: [sglang emulator] %s" % exc])
+        if args.get("enable_metrics") and self.metrics is None:
+            raise StartupError(["FileNotFoundError: [sglang emulator] no <build>.metrics.json in %s for --enable-metrics"
+                                % os.environ.get("SIM_SGLANG_OPTIONS_DIR", server_args.OPTIONS_DIR)])
         self.wait(load_seconds * 0.05)
         if visible is not None and len(visible) < needed + args["base_gpu_id"]:
             raise StartupError(_traceback(
@@ -366,13 +463,18 @@ class SimServer:
             % (self.max_total_num_tokens, args["chunked_prefill_size"], args["max_prefill_tokens"], max_running,
                self.context_len, spare_gb), "TP0")
         self.args["max_running_requests"] = max_running
+        lose = self.spec and self.spec_prefix_cache == "lose"
+        if lose:
+            log("[sglang emulator] speculative decoding loses the prefix cache's hits on this host (spec-prefix-cache "
+                "lose, as reported for hybrid Mamba/attention targets): every prefill computes the whole prompt", "TP0")
         for rank in range(dp):
             engine = Engine(self.hardware, self.workload, self._engine_log(rank, dp), self.time_scale,
                             max_running_requests=max_running,
                             chunked_prefill_size=args["chunked_prefill_size"],
                             decode_log_interval=args["decode_log_interval"],
                             max_total_num_tokens=self.max_total_num_tokens, dp_rank=rank,
-                            on_crash=self.crash, on_busy=self.set_busy, step_seconds=self.step_seconds)
+                            on_crash=self.crash, on_busy=self.set_busy, step_seconds=self.step_seconds,
+                            prefix_cache=not (lose or args.get("disable_radix_cache")))
             engine.start()
             self.engines.append(engine)
 
@@ -554,38 +656,69 @@ class SimServer:
         }
 
     def metrics_text(self) -> str:
-        labels = 'model_name="%s",engine_type="unified",tp_rank="0",pp_rank="0"' % self.args["served_model_name"]
-        running = sum(e.counts()[0] for e in self.engines)
-        queued = sum(e.counts()[1] for e in self.engines)
-        stats = [e.stats for e in self.engines]
-        accepts = [s.last_accept_length for s in stats if s.last_accept_length]
-        lines = []
+        """/metrics with --enable-metrics: the families of the build's metrics list, from the engines' counters (summed
+        over DP ranks, as one series per family), in prometheus_client's exposition format."""
+        engine_type = "unified"  # DisaggregationMode.to_engine_type outside PD disaggregation
+        tokenizer = {"model_name": self.args["served_model_name"], "engine_type": engine_type}
+        scheduler = dict(tokenizer, tp_rank=0, pp_rank=0, moe_ep_rank=0)
+        labels = {"TokenizerMetricsCollector": tokenizer, "SchedulerMetricsCollector": scheduler}
+        ranks = []
+        for engine in self.engines:
+            with engine.cond:
+                stats = engine.stats
+                ranks.append({
+                    "running": len(engine.running), "queued": len(engine.waiting),
+                    "used": sum(r.prompt_tokens + r.completion_tokens for r in engine.running),
+                    "prompt": dict(stats.prompt_tokens_total), "generation": dict(stats.generation_tokens_total),
+                    "requests": dict(stats.num_requests_total), "cached": stats.cached_tokens_total,
+                    "verify": stats.spec_verify_calls_total, "hit_rate": stats.last_cache_hit_rate,
+                    "ttft": {k: list(v) for k, v in stats.time_to_first_token.items()},
+                    "e2e": {k: list(v) for k, v in stats.e2e_request_latency.items()},
+                    "queue": list(stats.queue_time), "throughput": stats.last_gen_throughput,
+                    "accept_length": stats.last_accept_length,
+                })
 
-        def metric(name: str, kind: str, doc: str, value, extra: str = "") -> None:
-            lines.append("# HELP sglang:%s %s" % (name, doc))
-            lines.append("# TYPE sglang:%s %s" % (name, kind))
-            lab = labels + ("," + extra if extra else "")
-            lines.append("sglang:%s{%s} %s" % (name, lab, repr(float(value))))
+        def by_streaming(key: str):
+            merged = {}
+            for rank in ranks:
+                for streaming, value in rank[key].items():
+                    if isinstance(value, list):
+                        merged.setdefault(streaming, []).extend(value)
+                    else:
+                        merged[streaming] = merged.get(streaming, 0) + value
+            return [({"is_streaming": streaming}, merged[streaming]) for streaming in sorted(merged)]
 
-        metric("num_running_reqs", "gauge", "The number of running requests.", running)
-        metric("num_queue_reqs", "gauge", "The number of requests in the waiting queue.", queued)
-        metric("gen_throughput", "gauge", "The generation throughput (token/s).",
-               sum(s.last_gen_throughput for s in stats))
-        metric("token_usage", "gauge", "The token usage.", 0.0)
-        metric("cache_hit_rate", "gauge", "The prefix cache hit rate.", 0.0)
-        metric("spec_accept_length", "gauge", "The average acceptance length of speculative decoding.",
-               sum(accepts) / len(accepts) if accepts else 0.0)
-        metric("spec_num_draft_tokens", "gauge", "The number of draft tokens per verify.",
-               self.args["speculative_num_draft_tokens"] or 0)
-        metric("prompt_tokens_total", "counter", "Number of prefill tokens processed.",
-               sum(s.prompt_tokens_total for s in stats), 'is_streaming="all"')
-        metric("generation_tokens_total", "counter", "Number of generation tokens processed.",
-               sum(s.generation_tokens_total for s in stats), 'is_streaming="all"')
-        metric("num_requests_total", "counter", "Number of requests processed.",
-               sum(s.num_requests_total for s in stats), 'is_streaming="all"')
-        metric("spec_verify_calls_total", "counter", "Number of speculative verify calls.",
-               sum(s.spec_verify_calls_total for s in stats))
-        return "\n".join(lines) + "\n"
+        def total(key: str):
+            return sum(rank[key] for rank in ranks)
+
+        accepts = [rank["accept_length"] for rank in ranks if rank["accept_length"]]
+        accept_length = sum(accepts) / len(accepts) if accepts else 0.0
+        draft = self.args["speculative_num_draft_tokens"] or 0
+        used = total("used")
+        samples = {
+            "sglang:prompt_tokens_total": by_streaming("prompt"),
+            "sglang:generation_tokens_total": by_streaming("generation"),
+            "sglang:num_requests_total": by_streaming("requests"),
+            # SGLang counts cached tokens only once a request had some, with no details: cache_source "total"
+            "sglang:cached_tokens_total": [({"cache_source": "total"}, total("cached"))] if total("cached") else [],
+            "sglang:spec_verify_calls_total": [({}, total("verify"))] if total("verify") else [],
+            "sglang:time_to_first_token_seconds": by_streaming("ttft"),
+            "sglang:e2e_request_latency_seconds": by_streaming("e2e"),
+            "sglang:queue_time_seconds": [({}, [v for rank in ranks for v in rank["queue"]])] if any(
+                rank["queue"] for rank in ranks) else [],
+            "sglang:num_running_reqs": [({}, total("running"))],
+            "sglang:num_queue_reqs": [({}, total("queued"))],
+            "sglang:num_used_tokens": [({}, used)],
+            "sglang:token_usage": [({}, used / max(1, self.max_total_num_tokens * len(ranks)))],
+            "sglang:cache_hit_rate": [({}, sum(rank["hit_rate"] for rank in ranks) / max(1, len(ranks)))],
+            "sglang:gen_throughput": [({}, total("throughput"))],
+            "sglang:spec_accept_length": [({}, accept_length)],
+            # accepted drafts / proposed drafts: (tau - 1) / (draft tokens - 1)
+            "sglang:spec_accept_rate": [({}, max(0.0, accept_length - 1) / (draft - 1) if accept_length and draft > 1
+                                         else 0.0)],
+            "sglang:spec_num_draft_tokens": [({}, draft if self.spec else 0)],
+        }
+        return exposition(self.metrics, labels, samples)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -823,6 +956,8 @@ class Handler(BaseHTTPRequestHandler):
         route = self.ROUTES.get(parts.path.rstrip("/") or "/")
         if route is None and parts.path.startswith("/v1/models/"):
             route = ("model_card", ("GET",))
+        if route is not None and route[0] == "metrics" and self.sim.metrics is None:
+            route = None  # SGLang mounts /metrics only with --enable-metrics (add_prometheus_middleware)
         if route is None:
             self._json(404, {"detail": "Not Found"})
             return
@@ -912,8 +1047,10 @@ class Handler(BaseHTTPRequestHandler):
     # -- generation ------------------------------------------------------------------------
 
     def _submit(self, prompt_tokens: List[int], max_tokens: List[int], seeds: List[int], rids: List[str],
-                stream: bool, plans=None):
-        """Queue one request per prompt, each with its (tau, eos_at) plan; returns (requests, sink)."""
+                stream: bool, plans=None, prompts=None, chat: bool = False):
+        """Queue one request per prompt, each with its (tau, eos_at) plan; returns (requests, sink). ``prompts``: each
+        request's prompt for the prefix cache (text, or a list of token ids; None: not cached); ``chat``: the answers
+        are chat messages (shown without their leading space)."""
         sim = self.sim
         for n, m in zip(prompt_tokens, max_tokens):
             if m is not None and n + m > sim.context_len:
@@ -928,11 +1065,15 @@ class Handler(BaseHTTPRequestHandler):
         sink: "queue.Queue" = queue.Queue()
         reqs = []
         plans = plans or [(None, None)] * len(prompt_tokens)
-        for i, (n, m, seed, rid, (tau, eos_at)) in enumerate(zip(prompt_tokens, max_tokens, seeds, rids, plans)):
+        prompts = prompts or [None] * len(prompt_tokens)
+        for i, (n, m, seed, rid, (tau, eos_at), prompt) in enumerate(
+                zip(prompt_tokens, max_tokens, seeds, rids, plans, prompts)):
             trigger = sim.note_generate()
+            ids = prompt if isinstance(prompt, list) and all(isinstance(t, int) for t in prompt) else None
             req = GenRequest(rid, n, DEFAULT_MAX_NEW_TOKENS if m is None else m, seed, sim.workload, sink,
                              index=i, stream=stream, crash_trigger=trigger, tau=tau, eos_at=eos_at,
-                             eos_id=sim.eos_id)
+                             eos_id=sim.eos_id, prompt_ids=ids, prompt_text=prompt if isinstance(prompt, str) else None,
+                             chat=chat)
             reqs.append(req)
         for req in reqs:
             sim.pick_engine().submit(req)
@@ -1021,7 +1162,7 @@ class Handler(BaseHTTPRequestHandler):
         rids = rid if isinstance(rid, list) else [rid] * len(prompts)
         rids = [r or uuid.uuid4().hex for r in rids]
         stream = bool(body.get("stream"))
-        reqs, sink = self._submit(counts, max_tokens, seeds, rids, stream, plans)
+        reqs, sink = self._submit(counts, max_tokens, seeds, rids, stream, plans, prompts)
         if not stream:
             for _update in self._updates(reqs, sink):  # run to completion
                 pass
@@ -1045,8 +1186,11 @@ class Handler(BaseHTTPRequestHandler):
         return {"prompt_tokens": prompt, "total_tokens": prompt + completion, "completion_tokens": completion,
                 "prompt_tokens_details": None, "reasoning_tokens": 0, "completion_tokens_details": None}
 
-    def _openai_common(self, body: dict, prompt_tokens: int, seed_source, default_max: int, content=None):
-        """Queue the n choices of an OpenAI request; ``content`` is the prompt text the server generates from."""
+    def _openai_common(self, body: dict, prompt_tokens: int, seed_source, default_max: int, content=None,
+                       cached=None, chat: bool = False):
+        """Queue the n choices of an OpenAI request; ``content`` is the prompt text the server generates from,
+        ``cached`` the prompt as the prefix cache keys it (text or token ids; None: not cached), ``chat`` whether the
+        answer is a chat message."""
         max_tokens = body.get("max_completion_tokens", body.get("max_tokens"))
         max_tokens = default_max if max_tokens is None else int(max_tokens)
         n = int(body.get("n") or 1)
@@ -1058,7 +1202,7 @@ class Handler(BaseHTTPRequestHandler):
         rid = uuid.uuid4().hex
         reqs, sink = self._submit([prompt_tokens] * n, [max_tokens] * n, seeds,
                                   ["%s-%d" % (rid, i) if n > 1 else rid for i in range(n)], bool(body.get("stream")),
-                                  [plan] * n)
+                                  [plan] * n, [cached] * n, chat)
         return rid, reqs, sink
 
     def _spec_details(self, reqs, body: dict) -> Optional[dict]:
@@ -1116,7 +1260,9 @@ class Handler(BaseHTTPRequestHandler):
             count = approx_tokens(str(prompt))
         text = prompt if isinstance(prompt, str) else (
             "".join(p for p in prompt if isinstance(p, str)) if isinstance(prompt, list) else str(prompt))
-        rid, reqs, sink = self._openai_common(body, count, prompt, 16, text or None)
+        cached = prompt if isinstance(prompt, str) or (
+            isinstance(prompt, list) and prompt and all(isinstance(t, int) for t in prompt)) else None
+        rid, reqs, sink = self._openai_common(body, count, prompt, 16, text or None, cached)
         model_name = body.get("model") or self.sim.args["served_model_name"]
         created = int(time.time())
         if not body.get("stream"):
@@ -1166,7 +1312,7 @@ class Handler(BaseHTTPRequestHandler):
         if kwargs is not None and not isinstance(kwargs, dict):
             raise BadRequest("chat_template_kwargs must be an object.")  # Optional[Dict] in ChatCompletionRequest
         prompt = render_chat(messages, kwargs)
-        rid, reqs, sink = self._openai_common(body, approx_tokens(prompt), prompt, 8192, prompt)
+        rid, reqs, sink = self._openai_common(body, approx_tokens(prompt), prompt, 8192, prompt, prompt, chat=True)
         model_name = body.get("model") or self.sim.args["served_model_name"]
         created = int(time.time())
         if not body.get("stream"):
