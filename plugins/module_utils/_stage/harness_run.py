@@ -230,8 +230,10 @@ METRICS_OFF = 'metrics off: the stage runs SGLang without --enable-metrics'
 METRICS_SGLANG = 'the sglang harness (SGLang\'s own client) does not scrape /metrics'
 
 
-def scrape_metrics(base_url, timeout=METRICS_TIMEOUT_S, max_bytes=METRICS_MAX_BYTES, clock=time.time):
-    """One GET of base_url/metrics: ({"t": unix time of the answer, "text": its text}, None) or (None, why not)."""
+def scrape_metrics(base_url, timeout=METRICS_TIMEOUT_S, max_bytes=None, clock=time.time):
+    """One GET of base_url/metrics: ({"t": unix time of the answer, "text": its text}, None) or (None, why not).
+    max_bytes: METRICS_MAX_BYTES unless given."""
+    max_bytes = METRICS_MAX_BYTES if max_bytes is None else max_bytes
     try:
         text = get_text(base_url.rstrip('/') + '/metrics', timeout=timeout, max_bytes=max_bytes)
     except HTTPStatusError as exc:

@@ -68,10 +68,14 @@ class _Stream:
 
 
 class ScriptedServer:
-    """POST /generate runs the script; GET /server_info and POST /flush_cache answer {}."""
+    """POST /generate runs the script; GET /server_info and POST /flush_cache answer {}. pages: {path: (status, body
+    bytes)} of GETs answered otherwise (a /metrics text, a 404); a body may be a function of the GETs of that path
+    so far, from 0. self.gets lists the paths got, in order."""
 
-    def __init__(self, script):
+    def __init__(self, script, pages=None):
         self.script = script
+        self.pages = dict(pages or {})
+        self.gets = []
         self.stopping = threading.Event()
         self.bodies = []
         self._outcomes = {}
@@ -82,7 +86,19 @@ class ScriptedServer:
             protocol_version = 'HTTP/1.1'
 
             def do_GET(self):  # noqa: N802 (BaseHTTPRequestHandler's name)
-                self._json({})
+                with server._lock:
+                    number = server.gets.count(self.path)
+                    server.gets.append(self.path)
+                if self.path not in server.pages:
+                    self._json({})
+                    return
+                status, data = server.pages[self.path]
+                data = data(number) if callable(data) else data
+                self.send_response(status)
+                self.send_header('Content-Type', 'text/plain; version=0.0.4')
+                self.send_header('Content-Length', str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
 
             def do_POST(self):  # noqa: N802
                 body = self.rfile.read(int(self.headers.get('Content-Length') or 0))

@@ -168,6 +168,42 @@ def test_check_meta_bounds_every_count():
         builtin.check_meta({'completion_tokens': True}, 4, 3)
 
 
+GOOD_SPEC_META = {'completion_tokens': 4, 'prompt_tokens': 3, 'cached_tokens': 2, 'spec_verify_ct': 2, 'spec_accept_rate': 0.5,
+                  'spec_num_correct_drafts': 2, 'spec_num_proposed_drafts': 4, 'spec_correct_drafts_histogram': [1, 0, 1]}
+
+
+def test_check_meta_takes_sglangs_acceptance_and_cache_fields():
+    builtin.check_meta(dict(GOOD_SPEC_META), 4, 3)
+    builtin.check_meta({'completion_tokens': 4, 'spec_correct_drafts_histogram': []}, 4, 3)  # no verify step counted
+
+
+@pytest.mark.parametrize('change, error', [
+    ({'spec_num_correct_drafts': -1}, 'spec_num_correct_drafts -1, which is no count'),
+    ({'spec_num_correct_drafts': 5}, 'spec_num_correct_drafts 5, more than the 4 drafts proposed'),
+    ({'spec_num_proposed_drafts': 2.0}, 'spec_num_proposed_drafts 2.0, which is no count'),
+    ({'spec_accept_rate': 1.5}, 'spec_accept_rate 1.5, which is no rate in [0, 1]'),
+    ({'spec_accept_rate': 'high'}, "spec_accept_rate 'high', which is no rate"),
+    ({'spec_correct_drafts_histogram': {'0': 1}}, 'spec_correct_drafts_histogram {'),
+    ({'spec_correct_drafts_histogram': [1, -1, 2]}, 'spec_correct_drafts_histogram entry -1, which is no count'),
+    ({'spec_correct_drafts_histogram': [1, 1, 1]}, 'spec_correct_drafts_histogram [1, 1, 1] of 3 verify steps, not its spec_verify_ct 2'),
+    ({'cached_tokens': 4}, 'cached_tokens 4, more than the 3 prompt tokens'),
+    ({'cached_tokens': True}, 'cached_tokens True, which is no count'),
+])
+def test_check_meta_names_the_field_a_server_breaks(change, error):
+    with pytest.raises(BrokenResponse) as caught:
+        builtin.check_meta(dict(GOOD_SPEC_META, **change), 4, 3)
+    assert str(caught.value).startswith('the server claims ' + error)
+
+
+def test_a_broken_histogram_fails_the_request(server):
+    events = [scripted.event('a', 1), scripted.event('a b', 2, prompt_tokens=3, spec_verify_ct=1, spec_correct_drafts_histogram=[0, 2]),
+              b'data: [DONE]\n\n']
+    emu = server(lambda stream, _body, _n: stream.write(scripted.CHUNKED_HEAD + b''.join(map(scripted.chunk, events))
+                                                        + b'0\r\n\r\n'))
+    record, = run(emu.base_url, [body(output_len=4, input_len=3)])
+    assert not record['success'] and 'spec_correct_drafts_histogram [0, 2] of 2 verify steps, not its spec_verify_ct 1' in record['error']
+
+
 # ---- item 4: line length
 
 

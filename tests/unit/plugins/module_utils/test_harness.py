@@ -253,3 +253,114 @@ def test_a_cells_summary_is_its_one_row_or_the_means_and_sums_of_its_repeats():
     assert (summary['repeat'], summary['repeats'], summary['raw_file'], summary['concurrency']) == (None, 3, None, 4)
     assert summary['errors'] == ['boom', 'bang']
     assert harness.cell_summary([dict(rows[0], complete=False), rows[1]])['complete'] is False
+
+
+# ---- acceptance in full, decode-only timing, cache hits (SPEC_KEYS, DECODE_KEYS, CACHE_KEYS)
+
+
+def why_record(tokens, steps, ttft, latency, prompt, cached, turn, hist=None, correct=None, proposed=None):
+    """A finished request as RequestTiming.record() and LoadRun keep it."""
+    return {'success': True, 'warmup': False, 'start_s': 0.0, 'intended_start_s': 0.0, 'id': 'c%d' % turn, 'turn': turn,
+            'ttft_s': ttft, 'latency_s': latency, 'itl_s': [], 'output_tokens': tokens, 'completion_tokens': tokens,
+            'prompt_tokens': prompt, 'cached_tokens': cached, 'spec_verify_ct': steps, 'spec_correct_drafts_histogram': hist,
+            'spec_num_correct_drafts': correct, 'spec_num_proposed_drafts': proposed}
+
+
+def why_records():
+    """Two requests: 10 tokens in 4 verify steps (turn 0) and 30 tokens in 6 (turn 1, its prompt mostly cached)."""
+    return [why_record(10, 4, 0.1, 1.0, 100, 0, 0, hist=[1, 1, 2], correct=5, proposed=8),
+            why_record(30, 6, 0.2, 6.0, 300, 240, 1, hist=[0, 2, 4], correct=10, proposed=12)]
+
+
+def why_row(records):
+    return harness.from_builtin(records, 6.0, concurrency=1, num_prompts=len(records), input_len=None, output_len=None)
+
+
+def test_the_new_key_groups_are_in_the_schema_once():
+    for group in (harness.SPEC_KEYS, harness.DECODE_KEYS, harness.CACHE_KEYS, harness.METRICS_KEYS):
+        assert all(harness.RESULT_KEYS.count(key) == 1 for key in group)
+
+
+def test_the_three_taus_and_the_pooled_acceptance_rate():
+    row = why_row(why_records())
+    assert row['accept_length'] == pytest.approx(40 / 10.0)  # step-pooled, the headline
+    assert row['accept_length_mean_of_means'] == pytest.approx((2.5 + 5.0) / 2)  # 3.75
+    assert row['accept_length_token_weighted'] == pytest.approx((10 * 2.5 + 30 * 5.0) / 40)  # 4.375
+    assert row['accept_rate'] == pytest.approx((5 + 10) / (8 + 12.0))  # pooled, not the mean of 5/8 and 10/12
+
+
+def test_the_histogram_is_summed_and_gives_acceptance_per_position():
+    row = why_row(why_records())
+    assert row['accept_histogram'] == [1, 3, 6]
+    # position 1 accepted in every step with 1 or 2 correct drafts: 9 of 10; position 2 in those with 2: 6 of 10
+    assert row['accept_by_position'] == pytest.approx([0.9, 0.6])
+
+
+def test_histograms_of_different_lengths_add_up_position_by_position():
+    records = why_records()
+    records[0]['spec_correct_drafts_histogram'] = [4]
+    row = why_row(records)
+    assert row['accept_histogram'] == [4, 2, 4] and row['accept_by_position'] == pytest.approx([0.6, 0.4])
+
+
+def test_decode_only_timing_leaves_the_first_token_out():
+    row = why_row(why_records())
+    # TPOTs (1.0 - 0.1) / 9 = 0.1 s and (6.0 - 0.2) / 29 = 0.2 s: mean 150 ms, sample sd sqrt(2 * 0.05^2 / 1)
+    assert row['mean_tpot_ms'] == pytest.approx(150.0) and row['decode_tpot_n'] == 2
+    assert row['decode_tpot_sd_ms'] == pytest.approx(math.sqrt(2 * 0.05 ** 2) * 1000)
+    assert row['decode_time_s'] == pytest.approx(0.9 + 5.8) and row['decode_tokens'] == 9 + 29
+    assert row['decode_steps'] == 4 + 6 and row['step_time_ms'] == pytest.approx(6.7 / 10 * 1000)
+    assert row['request_tokens_per_s_mean'] == pytest.approx((10 / 1.0 + 30 / 6.0) / 2)  # Spec-Bench's, 7.5
+
+
+def test_an_autoregressive_run_has_one_step_per_decode_token_and_no_acceptance():
+    records = [why_record(10, None, 0.1, 1.0, 100, 0, 0), why_record(30, None, 0.2, 6.0, 300, 240, 1)]
+    row = why_row(records)
+    assert row['decode_steps'] == row['decode_tokens'] == 38
+    assert row['step_time_ms'] == pytest.approx(6.7 / 38 * 1000)
+    assert all(row[key] is None for key in harness.SPEC_KEYS + ('accept_length',))
+
+
+def test_mixed_requests_have_no_step_count():
+    records = why_records()
+    records[1]['spec_verify_ct'] = None
+    row = why_row(records)
+    assert row['decode_steps'] is None and row['step_time_ms'] is None and row['decode_tokens'] == 38
+
+
+def test_cache_hits_overall_and_by_turn():
+    row = why_row(why_records())
+    assert row['cached_tokens'] == 240 and row['cache_hit_rate'] == pytest.approx(240 / 400.0)
+    assert row['cache_hit_rate_by_turn'] == pytest.approx([0.0, 0.8])
+    # a turn none of whose requests carries the counts is null, not 0
+    records = why_records()
+    records[1]['turn'] = 2
+    assert why_row(records)['cache_hit_rate_by_turn'][1] is None
+    without = [dict(record, cached_tokens=None) for record in why_records()]
+    assert all(why_row(without)[key] is None for key in harness.CACHE_KEYS)
+
+
+def test_the_sglang_client_leaves_the_new_keys_null():
+    row = harness.from_sglang_client(client_text('dflash'), num_prompts=8)
+    for key in harness.SPEC_KEYS + harness.DECODE_KEYS + harness.CACHE_KEYS + harness.METRICS_KEYS:
+        assert row[key] is None, key
+
+
+def test_a_cells_summary_sums_histograms_and_averages_lists_by_position():
+    first = dict(why_row(why_records()), repeat=1, metrics_file='raw-random-t0-c1-r1.metrics.json')
+    second = dict(first, repeat=2, accept_histogram=[1, 1], cache_hit_rate_by_turn=[0.2], metrics_file='x')
+    summary = harness.cell_summary([first, second])
+    assert summary['accept_histogram'] == [2, 4, 6]
+    assert summary['cache_hit_rate_by_turn'] == pytest.approx([0.1, 0.8])
+    assert summary['metrics_file'] is None and summary['accept_rate'] == pytest.approx(0.75)
+
+
+def test_request_records_keep_the_drafts_and_the_cache():
+    timing = harness.RequestTiming(0.0)
+    meta = {'completion_tokens': 4, 'prompt_tokens': 8, 'cached_tokens': 6, 'spec_verify_ct': 2, 'spec_accept_rate': 0.5,
+            'spec_num_correct_drafts': 2, 'spec_num_proposed_drafts': 4, 'spec_correct_drafts_histogram': [1, 0, 1]}
+    timing.feed(0.1, {'text': 'abcd', 'meta_info': meta})
+    record = timing.record()
+    for key in ('spec_accept_rate', 'spec_num_correct_drafts', 'spec_num_proposed_drafts', 'spec_correct_drafts_histogram',
+                'cached_tokens'):
+        assert record[key] == meta[key], key

@@ -1,0 +1,116 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, specdec.bench developers
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""bench_run's /metrics scrapes (builtin harness): GET right before and right after each measured run, never around the
+warm-up, kept raw beside the raw log; why none when none (off, a server without --enable-metrics, too large, the
+sglang harness). Real HTTP against a scripted server; the file is read back by the report's parser."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+import pytest
+
+from ansible_collections.specdec.bench.plugins.module_utils._stage import harness_run as _harness_run
+from ansible_collections.specdec.bench.plugins.modules import bench_run
+from ansible_collections.specdec.bench.plugins.plugin_utils.server_metrics import read_scrapes, scrape_deltas
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'module_utils'))
+import scripted_sglang as scripted  # noqa: E402  pylint: disable=wrong-import-position
+from test_bench_run import FakeClient, scripted_args, sglang_args  # noqa: E402  pylint: disable=wrong-import-position,import-error
+
+TEXT = '''# HELP sglang:generation_tokens_total Number of generation tokens processed.
+# TYPE sglang:generation_tokens_total counter
+sglang:generation_tokens_total{model_name="m"} %d.0
+# HELP sglang:num_running_reqs The number of running requests.
+# TYPE sglang:num_running_reqs gauge
+sglang:num_running_reqs{model_name="m"} 0.0
+'''
+
+
+def counter_page(number):
+    """The server's generation counter at its number-th scrape: 100, then 100 more per scrape."""
+    return (TEXT % (100 * (number + 1))).encode()
+
+
+@pytest.fixture(name='server')
+def fixture_server():
+    servers = []
+
+    def make(pages):
+        servers.append(scripted.ScriptedServer(scripted.good, pages))
+        return servers[-1]
+
+    yield make
+    for server in servers:
+        server.close()
+
+
+def result(tmp_path):
+    with open(str(tmp_path / 'stage' / 'result-random-t0-c1-r1.json'), encoding='utf-8') as handle:
+        return json.load(handle)
+
+
+def test_the_measured_run_is_scraped_before_and_after_into_a_file_beside_the_raw_log(run_module, server, tmp_path):
+    emu = server({'/metrics': (200, counter_page)})
+    outcome = run_module(bench_run, scripted_args(emu, tmp_path, repeats=2))
+    assert outcome['exit_code'] == 0, outcome
+    # two scrapes per measured repeat, none around the warm-up (which runs before the first)
+    assert emu.gets.count('/metrics') == 4
+    for repeat in (1, 2):
+        path = tmp_path / 'stage' / ('raw-random-t0-c1-r%d.metrics.json' % repeat)
+        before, after, before_t, after_t = read_scrapes(str(path))
+        assert before_t <= after_t
+        assert scrape_deltas(before, after)['counters'] == {'sglang:generation_tokens': 100.0}
+    row = result(tmp_path)
+    assert (row['metrics_file'], row['metrics_note']) == ('raw-random-t0-c1-r1.metrics.json', None)
+
+
+def test_a_server_without_metrics_leaves_a_note(run_module, server, tmp_path):
+    emu = server({'/metrics': (404, b'{"detail": "Not Found"}')})
+    assert run_module(bench_run, scripted_args(emu, tmp_path))['exit_code'] == 0
+    row = result(tmp_path)
+    assert row['metrics_file'] is None
+    assert row['metrics_note'] == 'the server serves no /metrics (SGLang needs --enable-metrics)'
+    assert emu.gets.count('/metrics') == 1  # no second try after the server said it has none
+    assert not [name for name in os.listdir(str(tmp_path / 'stage')) if name.endswith('.metrics.json')]
+
+
+def test_metrics_off_scrapes_nothing(run_module, server, tmp_path):
+    emu = server({'/metrics': (200, counter_page)})
+    assert run_module(bench_run, scripted_args(emu, tmp_path, metrics=False))['exit_code'] == 0
+    assert '/metrics' not in emu.gets
+    assert result(tmp_path)['metrics_note'] == 'metrics off: the stage runs SGLang without --enable-metrics'
+
+
+def test_a_scrape_over_the_bound_is_dropped_with_a_note(run_module, server, tmp_path, monkeypatch):
+    monkeypatch.setattr(_harness_run, 'METRICS_MAX_BYTES', 64)
+    emu = server({'/metrics': (200, counter_page)})
+    assert run_module(bench_run, scripted_args(emu, tmp_path))['exit_code'] == 0
+    row = result(tmp_path)
+    assert row['metrics_file'] is None and row['metrics_note'] == 'GET /metrics answered more than 64 bytes; the scrape is dropped'
+
+
+def test_scrape_metrics_reads_no_more_than_the_bound(server):
+    big = b'#' * (1 << 20)
+    emu = server({'/metrics': (200, big), '/small': (200, b'# nothing\n')})
+    snapshot, note = _harness_run.scrape_metrics(emu.base_url, max_bytes=1000)
+    assert snapshot is None and 'more than 1000 bytes' in note
+    snapshot, note = _harness_run.scrape_metrics(emu.base_url, max_bytes=len(big), clock=lambda: 1700000000.25)
+    assert note is None and snapshot == {'t': 1700000000.25, 'text': big.decode()}
+
+
+def test_a_server_that_is_gone_leaves_a_note():
+    snapshot, note = _harness_run.scrape_metrics('http://127.0.0.1:9', timeout=2)
+    assert snapshot is None and note.startswith('GET /metrics failed: ')
+
+
+def test_the_sglang_harness_scrapes_nothing(run_module, monkeypatch, tmp_path):
+    FakeClient(monkeypatch)
+    outcome = run_module(bench_run, sglang_args(tmp_path))
+    assert outcome['exit_code'] == 0, outcome
+    assert outcome['result']['metrics_file'] is None
+    assert outcome['result']['metrics_note'] == "the sglang harness (SGLang's own client) does not scrape /metrics"
