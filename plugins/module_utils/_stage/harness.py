@@ -279,12 +279,12 @@ def spec_fields(records):
     if histograms:
         total = [0] * max(len(hist) for hist in histograms)
         for hist in histograms:
-            for index, steps in enumerate(hist):
-                total[index] += steps
+            for index, count in enumerate(hist):
+                total[index] += count
     steps = sum(total) if total else 0
     return dict(
         accept_rate=_ratio(sum(c for c, _p in pairs), sum(p for _c, p in pairs)) if pairs else None,
-        accept_length_mean_of_means=math.fsum(tau for _count_, tau in taus) / len(taus) if taus else None,
+        accept_length_mean_of_means=math.fsum(tau for _tokens, tau in taus) / len(taus) if taus else None,
         accept_length_token_weighted=_ratio(math.fsum(count * tau for count, tau in taus), tokens) if taus else None,
         accept_histogram=total,
         accept_by_position=[float(sum(total[index:])) / steps for index in range(1, len(total))] if steps else None,
