@@ -15,8 +15,10 @@ description:
     collected under O(results_dir)C(/<host>/<campaign>/), with the file names of the collection's results layout
     (P(specdec.bench.results_layout#filter)), and writes to O(output_dir) C(results.csv) and C(results.json) (one
     row per host, stage, dataset, temperature and concurrency), C(results-repeats.csv) (one row per repeat of each),
-    C(results-categories.csv) (per category of a categorized prompt set, such as Spec-Bench's), C(report.md),
-    C(report.tex) (booktabs tables, ready to C(\input)) and PNG plots.
+    C(results-categories.csv) (per category of a categorized prompt set, such as Spec-Bench's),
+    C(results-why.csv) (per run the acceptance in full, the papers' decode speedup, Spec-Bench's speedup, the
+    verify-cost factor and the cache-hit rates), C(report.md), C(report.tex) (booktabs tables, ready to C(\input)) and
+    PNG plots.
   - "Repeats: a row aggregates the repeats of its run (a spec's C(repeats: N); a result file from before repeats is
     repeat 1). Throughput, median TTFT and ITL and tau are the mean over the repeats with their sample standard
     deviation, 95% Student t interval and coefficient of variation (C(_sd), C(_ci_low), C(_ci_high), C(_cv) columns;

@@ -2,8 +2,8 @@
 # Copyright: (c) 2026, specdec.bench developers
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The campaign report, renderer: the machine-readable files. results.csv, results-repeats.csv, results-categories.csv
-and compare-<c>.csv (every cell through csv_cell: never a formula in a spreadsheet), results.json and evaluation.json.
+"""The campaign report, renderer: the machine-readable files. results.csv, results-repeats.csv, results-categories.csv,
+results-why.csv and compare-<c>.csv (every cell through csv_cell: never a formula in a spreadsheet), results.json and evaluation.json.
 """
 
 from __future__ import annotations
