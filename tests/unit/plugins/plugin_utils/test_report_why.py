@@ -5,6 +5,7 @@ histogram and per-position acceptance, the cache flag, and report.md's section o
 import csv
 import json
 import math
+import random
 import re
 import statistics
 import sys
@@ -254,3 +255,15 @@ def test_a_stage_without_the_keys_beside_others_gets_dashes_and_a_note(tmp_path)
     assert 'Note: DFlash n=16: no acceptance histogram' in section and 'sglang client harness' in section
     ddtree = next(item for item in made['report']['why'] if item['method'] == 'ddtree')
     assert ddtree['speedup_decode'] is not None and ddtree['note'] is None
+
+
+def test_the_synthetic_keys_are_the_harness_s():
+    """The synthetic campaign's results carry why_keys (the contract transcribed); the builtin harness's from_builtin
+    computes the same keys from the same records, so the report reads in the tests what it reads from a real run."""
+    from ansible_collections.specdec.bench.plugins.module_utils._stage.harness import from_builtin  # pylint: disable=import-outside-toplevel
+    for method, params in (('ddtree', {'budget': 64, 'topk': 4}), ('dflash', {'num_draft_tokens': 16}), ('autoregressive', {})):
+        records = synth.request_records(random.Random(3), method, params, 1, 2, 8, 64, 32, dataset='mt-bench', turns=2,
+                                        lost_cache=method == 'ddtree')
+        row = from_builtin(records, 10.0, 2, 8, 64, 32)
+        for key, value in synth.why_keys(records).items():
+            assert row[key] == (pytest.approx(value) if value is not None else None), key
