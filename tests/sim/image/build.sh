@@ -35,7 +35,7 @@ sim_inputs+=("$sim/trainer/sim_trainer.py")
 # the SGLang build profiles and option lists the emulator's parser is made from
 builds=$repo/plugins/plugin_utils/sglang_builds
 sim_inputs+=("$repo/plugins/plugin_utils/sglang_build.py" "$repo/plugins/module_utils/_common.py" "$builds/builds.yml")
-while IFS= read -r -d '' f; do sim_inputs+=("$f"); done < <(find "$builds" -name '*.options.json' -print0 | sort -z)
+while IFS= read -r -d '' f; do sim_inputs+=("$f"); done < <(find "$builds" \( -name '*.options.json' -o -name '*.metrics.json' \) -print0 | sort -z)
 sim_hash=$( { echo "$base_hash"; for f in "${sim_inputs[@]}"; do
   printf '%s %s %s\n' "${f#"$repo"/}" "$(stat -c %a "$f")" "$(sha256sum < "$f" | cut -c1-64)"; done; } | sha256sum | cut -c1-16)
 sim_ref="$name:$sim_hash"
@@ -71,7 +71,8 @@ fi
 
 if ! podman image exists "$sim_ref"; then
   log "building sim image $sim_ref"
-  # The context: tests/sim plus the merged option list of every build (release options + the build's own flags).
+  # The context: tests/sim plus the merged option list of every build (release options + the build's own flags)
+  # and the builds' /metrics lists.
   context=$(mktemp -d /var/tmp/specdec-sim-context.XXXXXX)
   trap 'rm -rf "$context"' EXIT
   cp -a "$sim/nvidia_smi" "$sim/pynvml" "$sim/layouts" "$sim/sglang_emulator" "$sim/image" "$sim/trainer" "$context/"
@@ -81,6 +82,8 @@ if ! podman image exists "$sim_ref"; then
   PYTHONPATH="$context/collections" "${PYTHON:-$repo/.venv/bin/python}" -c 'import sys
 from ansible_collections.specdec.bench.plugins.plugin_utils.sglang_build import write_option_lists
 write_option_lists(sys.argv[1])' "$context/sglang_builds"
+  # the /metrics lists (<build>.metrics.json) the emulator serves with --enable-metrics, beside the option lists
+  cp "$builds"/*.metrics.json "$context/sglang_builds/"
   rm -rf "$context/collections"
   podman build --quiet --pull=never --build-arg "BASE=$base_ref" -f "$here/Containerfile" -t "$sim_ref" "$context" >/dev/null
   rm -rf "$context"

@@ -34,7 +34,7 @@ from sglang import _sim_server as sim_server  # noqa: E402
 from sglang.srt import server_args as sim_server_args  # noqa: E402
 
 from ansible_collections.specdec.bench.plugins.plugin_utils import sglang_build  # noqa: E402
-from simtools import wait_until  # noqa: E402  pylint: disable=wrong-import-position,import-error
+from simtools import load_module, wait_until  # noqa: E402  pylint: disable=wrong-import-position,import-error
 from testhelpers import free_port, stop_process  # noqa: E402  pylint: disable=wrong-import-position,import-error
 
 DEADLINE_S = 10.0
@@ -717,6 +717,7 @@ def test_completions(dflash):
 
 
 def test_metrics(dflash):
+    generate(dflash, list(range(100, 120)), max_new_tokens=4)  # a counter appears once it has counted something
     with urllib.request.urlopen(dflash.base + "/metrics", timeout=DEADLINE_S) as resp:
         text = resp.read().decode()
     for name in ("sglang:spec_accept_length", "sglang:num_running_reqs", "sglang:gen_throughput",
@@ -1172,3 +1173,273 @@ def test_a_client_that_went_away_is_no_traceback_in_the_log(capsys, error, print
         server.handle_error(None, ("127.0.0.1", 5))
     err = capsys.readouterr().err
     assert ("Traceback" in err) == printed, err
+
+
+# --------------------------------------------------------------------------------------------
+# the prefix cache
+# --------------------------------------------------------------------------------------------
+
+def test_the_radix_tree_matches_the_longest_cached_prefix_and_splits_where_sequences_part():
+    cache = sim_engine.PrefixCache()
+    cache.insert((1, 2, 3, 4, 5))
+    cache.insert((1, 2, 9))
+    assert cache.size == 6  # 1 2 shared, 3 4 5 and 9 apart
+    assert cache.match((1, 2, 3, 7))[0] == 3
+    assert cache.match((1, 2, 9, 9))[0] == 3
+    assert cache.match((8, 1, 2))[0] == 0
+    assert cache.match((1, 2, 3, 4, 5, 6))[0] == 5
+
+
+def test_the_radix_tree_evicts_least_recently_used_unlocked_leaves():
+    cache = sim_engine.PrefixCache()
+    cache.insert(tuple(range(0, 10)))
+    cache.insert(tuple(range(100, 110)))
+    cache.insert(tuple(range(200, 210)))
+    cache.match(tuple(range(0, 10)))  # used again: now the newest
+    _matched, held = cache.match(tuple(range(100, 110)))
+    sim_engine.PrefixCache.lock(held, 1)  # a running request holds it
+    assert cache.evict(10) == 10
+    assert cache.match(tuple(range(200, 210)))[0] == 0  # the least recently used unlocked one went
+    assert cache.match(tuple(range(0, 10)))[0] == 10
+    assert cache.evict(100) == 10  # the held one stays, whatever is asked
+    assert cache.match(tuple(range(100, 110)))[0] == 10 and cache.size == 10
+
+
+def test_the_text_tokenizer_is_prefix_stable_and_counts_as_approx_tokens():
+    first = "<|im_start|>user\nWhat is 2+2?<|im_end|>\n<|im_start|>assistant\n"
+    second = first + " four<|im_end|>\n<|im_start|>user\nAnd 3+3?<|im_end|>\n<|im_start|>assistant\n"
+    whole = len(first.encode()) // sim_engine.TOKEN_BYTES
+    assert sim_engine.text_tokens(second)[:whole] == sim_engine.text_tokens(first)[:whole]
+    for text in (first, second, "", "héllo wörld"):
+        assert len(sim_engine.text_tokens(text)) == sim_server.approx_tokens(text)
+
+
+class InProcessEngine:
+    """One Engine run in this process with no modelled delay, recording the tokens each prefill computed."""
+
+    def __init__(self, monkeypatch, capacity=1 << 20, prefix_cache=True, method=sim_model.AUTOREGRESSIVE):
+        self.prefilled = []
+        real = sim_model.prefill_ms
+
+        def prefill_ms(hw, wl, tokens):
+            self.prefilled.append(tokens)
+            return real(hw, wl, tokens)
+
+        monkeypatch.setattr(sim_model, "prefill_ms", prefill_ms)
+        self.logged = []
+        self.workload = sim_model.Workload(method=method)
+        self.engine = sim_engine.Engine(RTX, self.workload, lambda message, warning=False: self.logged.append(message),
+                                        time_scale=0.0, max_total_num_tokens=capacity, prefix_cache=prefix_cache)
+        self.engine.start()
+        self.count = 0
+
+    def run(self, prompt, max_new_tokens=16, chat=False):
+        """The finished request of a prompt (token ids, or text)."""
+        import queue
+        sink = queue.Queue()
+        self.count += 1
+        ids = prompt if isinstance(prompt, list) else None
+        text = prompt if isinstance(prompt, str) else None
+        count = len(ids) if ids is not None else sim_server.approx_tokens(text)
+        req = sim_engine.GenRequest("r%d" % self.count, count, max_new_tokens, self.count, self.workload, sink,
+                                    prompt_ids=ids, prompt_text=text, chat=chat)
+        self.engine.submit(req)
+        while not sink.get(timeout=DEADLINE_S)[3]:
+            pass
+        return req
+
+
+def test_a_repeated_prefix_is_served_from_the_cache_and_prefill_computes_the_rest(monkeypatch):
+    run = InProcessEngine(monkeypatch)
+    system = list(range(5000, 5100))  # a shared system prompt of 100 tokens
+    first = run.run(system + list(range(7000, 7020)))
+    assert first.cached_tokens == 0 and first.meta_info(True, False)["cached_tokens"] == 0
+    second = run.run(system + list(range(8000, 8030)))
+    assert second.cached_tokens == 100
+    assert second.meta_info(False, False)["cached_tokens"] == 100  # in every chunk, not only the last
+    assert run.prefilled[-2:] == [120, 30]  # only the uncached tokens are computed
+    assert any("#new-token: 30, #cached-token: 100," in line for line in run.logged)
+    # the same prompt again: all but the one token SGLang always computes
+    again = run.run(system + list(range(8000, 8030)))
+    assert again.cached_tokens == 129 and run.prefilled[-1] == 1
+
+
+def test_turn_two_hits_turn_ones_prompt_and_answer(monkeypatch):
+    run = InProcessEngine(monkeypatch)
+    turn1 = "<|im_start|>user\nName three prime numbers.<|im_end|>\n<|im_start|>assistant\n"
+    first = run.run(turn1, max_new_tokens=40)
+    answer = sim_engine.detokenize(first.output_ids)  # the native /generate text the harness sends back
+    turn2 = turn1 + answer + "<|im_end|>\n<|im_start|>user\nAnd three more?<|im_end|>\n<|im_start|>assistant\n"
+    second = run.run(turn2)
+    # every token of turn 1's prompt and answer but the last (cut by the end of the answer's text)
+    assert second.cached_tokens == sim_server.approx_tokens(turn1 + answer) - 1
+    assert second.cached_tokens > sim_server.approx_tokens(turn1)
+    # a chat client sees the message without its leading space, and sends that back
+    chat_first = run.run(turn1.replace("three", "four"), max_new_tokens=40, chat=True)
+    message = sim_engine.detokenize(chat_first.output_ids).lstrip()
+    chat_turn2 = turn1.replace("three", "four") + message + "<|im_end|>\n<|im_start|>user\nMore?<|im_end|>\n"
+    assert run.run(chat_turn2).cached_tokens == sim_server.approx_tokens(turn1.replace("three", "four") + message) - 1
+
+
+def test_flush_cache_empties_the_cache(monkeypatch):
+    run = InProcessEngine(monkeypatch)
+    prompt = list(range(3000, 3064))
+    run.run(prompt)
+    assert run.run(prompt).cached_tokens == 63
+    assert run.engine.flush_cache()
+    assert run.engine.cache.size == 0
+    assert run.run(prompt).cached_tokens == 0
+
+
+def test_the_cache_stays_within_the_kv_capacity_evicting_the_least_recently_used(monkeypatch):
+    run = InProcessEngine(monkeypatch, capacity=250)
+    a, b, c = (list(range(base, base + 100)) for base in (10000, 20000, 30000))
+    run.run(a, max_new_tokens=4)
+    run.run(b, max_new_tokens=4)
+    assert run.run(a, max_new_tokens=4).cached_tokens == 99  # a used again: b is now the least recently used
+    run.run(c, max_new_tokens=4)
+    assert run.engine.cache.size <= 250
+    assert run.run(b, max_new_tokens=4).cached_tokens == 0  # evicted to make room for c
+    assert run.run(c, max_new_tokens=4).cached_tokens == 99
+
+
+def test_no_cache_means_no_hits(monkeypatch):
+    run = InProcessEngine(monkeypatch, prefix_cache=False)
+    prompt = list(range(3000, 3064))
+    run.run(prompt)
+    assert run.run(prompt).cached_tokens == 0 and run.prefilled[-1] == 64
+
+
+def test_the_spec_prefix_cache_setting_comes_from_the_environment_then_the_hosts_file(monkeypatch, tmp_path):
+    setting = tmp_path / "spec-prefix-cache"
+    monkeypatch.setattr(sim_server, "SPEC_PREFIX_CACHE_FILE", str(setting))
+    monkeypatch.delenv("SIM_SGLANG_SPEC_PREFIX_CACHE", raising=False)
+    assert sim_server.spec_prefix_cache_mode() == "keep"  # no file
+    setting.write_text("lose\n")
+    assert sim_server.spec_prefix_cache_mode() == "lose"
+    monkeypatch.setenv("SIM_SGLANG_SPEC_PREFIX_CACHE", "keep")
+    assert sim_server.spec_prefix_cache_mode() == "keep"
+    monkeypatch.setenv("SIM_SGLANG_SPEC_PREFIX_CACHE", "lost")
+    with pytest.raises(ValueError, match="keep or lose"):
+        sim_server.spec_prefix_cache_mode()
+
+
+DFLASH_ARGS = ["--speculative-algorithm", "DFLASH", "--speculative-draft-model-path", "z-lab/Qwen3.6-27B-DFlash",
+               "--speculative-num-draft-tokens", "16"]
+
+
+@pytest.mark.parametrize("args, hits", [(DFLASH_ARGS, False), ([], True)], ids=["dflash-loses", "autoregressive-keeps"])
+def test_lose_takes_the_hits_of_a_speculative_server_only(emulator, args, hits):
+    emu = emulator(args, env={"SIM_SGLANG_SPEC_PREFIX_CACHE": "lose", "SIM_SGLANG_BUILD": "sglang-0.5.23"})
+    emu.wait_ready()
+    prompt = list(range(4000, 4064))
+    generate(emu, prompt, max_new_tokens=8, ignore_eos=True)
+    again = generate(emu, prompt, max_new_tokens=8, ignore_eos=True)["meta_info"]
+    assert again["cached_tokens"] == (63 if hits else 0)
+    assert ("#cached-token: 63," in emu.stdout()) == hits
+
+
+# --------------------------------------------------------------------------------------------
+# /metrics
+# --------------------------------------------------------------------------------------------
+
+METRICS_FIXTURE = REPO / "tests" / "fixtures" / "sglang-0.5.23" / "metrics" / "metrics.txt"
+
+
+def scrape(emu):
+    with urllib.request.urlopen(emu.base + "/metrics", timeout=DEADLINE_S) as resp:
+        assert resp.headers["Content-Type"].startswith("text/plain; version=0.0.4")
+        return resp.read().decode()
+
+
+def test_metrics_is_404_without_enable_metrics(emulator):
+    emu = emulator(env={"SIM_SGLANG_BUILD": "sglang-0.5.23"})
+    emu.wait_ready()
+    with pytest.raises(urllib.error.HTTPError) as caught:
+        urllib.request.urlopen(emu.base + "/metrics", timeout=DEADLINE_S)
+    assert caught.value.code == 404 and json.loads(caught.value.read()) == {"detail": "Not Found"}
+
+
+def sample_values(text):
+    """{(sample name, sorted label items): value} of exposition text, read line by line (no parser needed)."""
+    values = {}
+    for line in text.splitlines():
+        if line.startswith("#") or not line:
+            continue
+        found = re.match(r'([^{ ]+)\{(.*)\} (\S+)$', line)
+        assert found, line
+        labels = tuple(sorted(re.findall(r'(\w+)="([^"]*)"', found.group(2))))
+        values[(found.group(1), labels)] = float(found.group(3))
+    return values
+
+
+def counter(values, name, **labels):
+    return sum(v for (sample, items), v in values.items() if sample == name and set(labels.items()) <= set(items))
+
+
+def test_metrics_counters_grow_by_the_requests_tokens(dflash):
+    prompt = list(range(6000, 6100))
+    generate(dflash, prompt, max_new_tokens=8, ignore_eos=True)  # so the next one hits the cache
+    before = sample_values(scrape(dflash))
+    out = generate(dflash, prompt + [6100, 6101], max_new_tokens=24, ignore_eos=True)
+    after = sample_values(scrape(dflash))
+    meta = out["meta_info"]
+    assert meta["cached_tokens"] > 0
+
+    def grew(name, **labels):
+        return counter(after, name, **labels) - counter(before, name, **labels)
+
+    assert grew("sglang:prompt_tokens_total", is_streaming="false") == meta["prompt_tokens"] == 102
+    assert grew("sglang:generation_tokens_total", is_streaming="false") == meta["completion_tokens"] == 24
+    assert grew("sglang:cached_tokens_total", cache_source="total") == meta["cached_tokens"]
+    assert grew("sglang:num_requests_total", is_streaming="false") == 1
+    assert grew("sglang:spec_verify_calls_total") == meta["spec_verify_ct"]
+    assert grew("sglang:time_to_first_token_seconds_count", is_streaming="false") == 1
+    assert grew("sglang:time_to_first_token_seconds_bucket", is_streaming="false", le="+Inf") == 1
+    assert grew("sglang:queue_time_seconds_count") == 1
+    labels = dict(next(items for (sample, items) in after if sample == "sglang:token_usage"))
+    assert labels == {"model_name": "Qwen/Qwen3.6-27B", "engine_type": "unified", "tp_rank": "0", "pp_rank": "0",
+                      "moe_ep_rank": "0"}
+
+
+def families(text):
+    """{family name: (type, {sample name: label names})} as prometheus_client's parser reads the text."""
+    parser = pytest.importorskip("prometheus_client.parser", reason="prometheus_client is not in .venv yet")
+    found = {}
+    for family in parser.text_string_to_metric_families(text):
+        samples = {}
+        for sample in family.samples:
+            samples.setdefault(sample.name, set()).update(sample.labels)
+        found[family.name] = (family.type, samples)
+    return found
+
+
+def test_metrics_parse_as_sglangs_with_the_same_families_types_and_labels(dflash):
+    real = families(METRICS_FIXTURE.read_text())
+    generate(dflash, list(range(6500, 6540)), max_new_tokens=8, ignore_eos=True)
+    generate(dflash, list(range(6500, 6540)), max_new_tokens=8, ignore_eos=True)  # a cache hit: cached_tokens_total
+    emulated = families(scrape(dflash))
+    assert set(emulated) == set(real)
+    for name, (kind, samples) in real.items():
+        assert emulated[name][0] == kind, name
+        assert emulated[name][1] == samples, name
+
+
+def test_the_metrics_list_matches_the_fixture_written_by_prometheus_client():
+    """Without prometheus_client: the fixture has exactly the families, types and help texts of the list."""
+    spec = json.loads(METRICS_JSON.read_text())
+    text = METRICS_FIXTURE.read_text()
+    for metric in spec["metrics"]:
+        assert "# HELP %s %s\n" % (metric["name"], metric["help"]) in text
+        assert "# TYPE %s %s\n" % (metric["name"], metric["type"]) in text
+    assert spec["source"]["path"] in {m["source"].split("@")[0] for m in spec["metrics"]}
+
+
+def test_the_emulators_exposition_is_byte_for_byte_prometheus_clients():
+    """The fixture's values, written by the emulator's own writer, give the text real prometheus_client wrote."""
+    fixture = load_module("sglang_metrics_fixture", METRICS_FIXTURE.parent / "make_fixture.py")
+    labels = {"TokenizerMetricsCollector": fixture.TOKENIZER_LABELS,
+              "SchedulerMetricsCollector": fixture.SCHEDULER_LABELS}
+    samples = {"sglang:" + name: rows for name, rows in fixture.SAMPLES.items()}
+    spec = json.loads(METRICS_JSON.read_text())
+    assert sim_server.exposition(spec, labels, samples) == METRICS_FIXTURE.read_text()

@@ -3,8 +3,14 @@
 Only ``python3 -m sglang.launch_server ...`` is provided, with the flags of the SGLang build the host
 simulates (``sglang.srt.server_args``: the option list generated from real SGLang's parser, plus the build's
 own; an unknown flag exits with status 2 and argparse's message, as in SGLang) and its HTTP API: /health, /health_generate, /model_info,
-/server_info, /flush_cache, /v1/models, /generate, /v1/completions, /v1/chat/completions, /metrics.
-The "+sim" version marks it as the emulator.
+/server_info, /flush_cache, /v1/models, /generate, /v1/completions, /v1/chat/completions, and /metrics with
+--enable-metrics (the build's <build>.metrics.json beside its option list: SGLang's metric names, types, help texts
+and labels, in prometheus_client's multiprocess exposition format). The "+sim" version marks it as the emulator.
+
+Each DP rank keeps a radix prefix cache as SGLang's (page size 1, LRU eviction within max_total_num_tokens, emptied by
+/flush_cache, off with --disable-radix-cache): meta_info.cached_tokens, the prefill log's #cached-token and the
+prefill time follow the hits. Text prompts are tokenized 4 UTF-8 bytes a token (prefix-stable: turn 2 of a
+conversation hits turn 1's prompt and answer). See tests/sim/README.md.
 
 What SGLang has no flag for comes from the environment:
 
@@ -28,6 +34,11 @@ What SGLang has no flag for comes from the environment:
     SIM_GPU_LAYOUT, SIM_GPU_STATE_DIR    the simulated GPUs and where the memory claim is written
     SIM_GPU_MEMORY_MIB                   MiB claimed per GPU (default mem_fraction_static x total)
     SGLANG_DDTREE_MAX_TOPK    4      DDTree top-k, as the DDTree build reads it
+    SIM_SGLANG_SPEC_PREFIX_CACHE  keep   keep | lose; else /etc/sim-sglang/spec-prefix-cache, else keep. lose: a
+                                     speculative server loses its prefix-cache hits (cached_tokens 0, full prefill),
+                                     as reported for hybrid Mamba/attention targets such as Qwen3.6
+                                     (https://github.com/sgl-project/sglang/issues/20451,
+                                     https://github.com/vllm-project/vllm/issues/51250); autoregressive servers keep them
     SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN   as in SGLang (checked against <model>/config.json)
 
 Every chunk of a streamed native /generate carries meta_info.sim_sent_at, a sim-only key: the server's
@@ -39,7 +50,7 @@ Where it differs from SGLang on purpose:
 - the port is bound at once and answers 503 while loading (SGLang binds after loading);
 - /server_info's avg_spec_accept_length counts every verify step (SGLang adds to it every
   --decode-log-interval steps, so a short run there may show none);
-- /metrics is always served (SGLang needs --enable-metrics).
+- /metrics sums the DP ranks into one series per family (SGLang labels the scheduler's by dp_rank).
 """
 
 __version__ = "0.5.23+sim"

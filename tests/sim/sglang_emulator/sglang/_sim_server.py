@@ -139,10 +139,11 @@ def exposition(spec: dict, labels: dict, samples: dict) -> str:
     collector name -> its label values; ``samples``: metric name -> [(extra labels, value)] (a histogram's value:
     its observations). A family with no sample is left out, as prometheus_client leaves out a labelled metric never
     set."""
+    def escape(value) -> str:
+        return str(value).replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+
     def label_text(values: dict) -> str:
-        return ",".join('%s="%s"' % (key, str(values[key]).replace("\\", "\\\\").replace("\n", "\\n")
-                                                         .replace('"', '\\"'))
-                        for key in sorted(values))
+        return ",".join('%s="%s"' % (key, escape(values[key])) for key in sorted(values))
 
     lines = []
     for kind in ("counter", "histogram", "gauge"):
@@ -163,8 +164,8 @@ def exposition(spec: dict, labels: dict, samples: dict) -> str:
                 bounds = [float(b) for b in metric.get("buckets") or []] + [math.inf]
                 for bound in bounds:
                     count = sum(1 for v in value if v <= bound)
-                    lines.append("%s_bucket{%s} %s" % (name, label_text(dict(values, le=go_float(bound))),
-                                                         go_float(count)))
+                    bucket_labels = label_text(dict(values, le=go_float(bound)))
+                    lines.append("%s_bucket{%s} %s" % (name, bucket_labels, go_float(count)))
                 lines.append("%s_count{%s} %s" % (name, label_text(values), go_float(len(value))))
     return "\n".join(lines) + "\n"
 
