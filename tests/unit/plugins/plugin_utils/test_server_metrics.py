@@ -120,5 +120,9 @@ def test_the_captured_sglang_text_parses():
     with open(FIXTURE, encoding='utf-8') as handle:
         text = handle.read()
     deltas = scrape_deltas(text, text)
-    assert any(name.startswith('sglang:') for name in deltas['counters'])
+    # SGLang 0.5.23's metrics collector: spec acceptance, cache hits, queue time, token usage
+    assert {'sglang:prompt_tokens', 'sglang:generation_tokens', 'sglang:cached_tokens', 'sglang:spec_verify_calls'} <= set(deltas['counters'])
+    assert {'sglang:spec_accept_length', 'sglang:cache_hit_rate', 'sglang:token_usage'} <= set(deltas['gauges'])
+    assert 'sglang:queue_time_seconds' in deltas['histograms']
     assert all(value == 0 for value in deltas['counters'].values())
+    assert all(item == {'count': 0, 'sum': 0} for item in deltas['histograms'].values())
