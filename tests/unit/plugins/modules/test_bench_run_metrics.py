@@ -3,7 +3,8 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """bench_run's /metrics scrapes (builtin harness): GET right before and right after each measured run, never around the
 warm-up, kept raw beside the raw log; why none when none (off, a server without --enable-metrics, too large, the
-sglang harness). Real HTTP against a scripted server; the file is read back by the report's parser."""
+sglang harness). Real HTTP against a scripted server and the SGLang emulator; the file is read back by the report's
+parser."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from ansible_collections.specdec.bench.plugins.plugin_utils.server_metrics impor
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'module_utils'))
 import scripted_sglang as scripted  # noqa: E402  pylint: disable=wrong-import-position
+from conftest import DFLASH_ARGS  # noqa: E402  pylint: disable=wrong-import-position
 from test_bench_run import FakeClient, scripted_args, sglang_args  # noqa: E402  pylint: disable=wrong-import-position,import-error
 
 TEXT = '''# HELP sglang:generation_tokens_total Number of generation tokens processed.
@@ -114,3 +116,20 @@ def test_the_sglang_harness_scrapes_nothing(run_module, monkeypatch, tmp_path):
     assert outcome['exit_code'] == 0, outcome
     assert outcome['result']['metrics_file'] is None
     assert outcome['result']['metrics_note'] == "the sglang harness (SGLang's own client) does not scrape /metrics"
+
+
+@pytest.mark.parametrize('flag', [True, False])
+def test_the_emulator_serves_metrics_only_with_the_flag_and_its_counters_cover_the_run(run_module, emulator, tmp_path, flag):
+    emu = emulator(DFLASH_ARGS + (('--enable-metrics',) if flag else ())).wait_ready()
+    outcome = run_module(bench_run, dict(base_url=emu.base_url, concurrency=2, num_prompts=4, input_len=16, output_len=12,
+                                         seed=5, warmup_requests=1, output_dir=str(tmp_path / 'stage'), stage='tp1-dflash'))
+    assert outcome['exit_code'] == 0, outcome
+    row = outcome['result']
+    if not flag:
+        assert row['metrics_file'] is None and row['metrics_note'] == 'the server serves no /metrics (SGLang needs --enable-metrics)'
+        return
+    before, after, _before_t, _after_t = read_scrapes(str(tmp_path / 'stage' / row['metrics_file']))
+    counters = scrape_deltas(before, after)['counters']
+    # the measured run's own requests, not the warm-up's: the scrapes bracket it
+    assert counters['sglang:generation_tokens'] == row['total_output_tokens'] == 4 * 12
+    assert counters['sglang:prompt_tokens'] == row['total_input_tokens']
