@@ -1443,3 +1443,10 @@ def test_the_emulators_exposition_is_byte_for_byte_prometheus_clients():
     samples = {"sglang:" + name: rows for name, rows in fixture.SAMPLES.items()}
     spec = json.loads(METRICS_JSON.read_text())
     assert sim_server.exposition(spec, labels, samples) == METRICS_FIXTURE.read_text()
+
+
+def test_the_metrics_list_is_read_beside_the_option_lists_else_from_the_checkout(monkeypatch, tmp_path):
+    monkeypatch.setenv("SIM_SGLANG_OPTIONS_DIR", str(tmp_path))
+    assert sim_server.metrics_spec("sglang-ddtree-pr29907")["build"] == "sglang-0.5.23"  # the checkout's copy
+    (tmp_path / "sglang-ddtree-pr29907.metrics.json").write_text(json.dumps({"build": "ddtree", "metrics": []}))
+    assert sim_server.metrics_spec("sglang-ddtree-pr29907")["build"] == "ddtree"

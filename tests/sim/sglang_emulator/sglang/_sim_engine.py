@@ -149,16 +149,6 @@ class PrefixCache:
             node.lock_ref += delta
             node = node.parent
 
-    def evictable(self) -> int:
-        """Tokens in nodes no running request holds."""
-        total, stack = 0, list(self.root.children.values())
-        while stack:
-            node = stack.pop()
-            if node.lock_ref == 0:
-                total += len(node.key)
-            stack.extend(node.children.values())
-        return total
-
     def evict(self, tokens: int) -> int:
         """Drop least recently used unlocked leaves until `tokens` are freed (or none is left); the tokens freed."""
         if tokens <= 0:

@@ -103,14 +103,22 @@ def spec_prefix_cache_mode() -> str:
     return value
 
 
+# Where the collection keeps the metrics lists, when the emulator runs from a checkout (tests outside the sim image,
+# whose option folders hold only the option lists).
+CHECKOUT_BUILDS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "..", "plugins",
+                               "plugin_utils", "sglang_builds")
+
+
 def metrics_spec(build: str) -> Optional[dict]:
-    """The build's /metrics list (<build>.metrics.json beside its option list, else the release's, sglang-0.5.23):
-    what plugins/plugin_utils/sglang_builds/sglang-<version>.metrics.json took from SGLang's metrics collector."""
-    folder = os.environ.get("SIM_SGLANG_OPTIONS_DIR", server_args.OPTIONS_DIR)
-    for name in (build, "sglang-" + __version__.split("+")[0]):
-        spec = _read_json(os.path.join(folder, name + ".metrics.json"))
-        if spec and isinstance(spec.get("metrics"), list):
-            return spec
+    """The build's /metrics list (<build>.metrics.json beside its option list, else the release's, sglang-0.5.23; in a
+    checkout, the collection's own copy when the option folder has none): what
+    plugins/plugin_utils/sglang_builds/sglang-<version>.metrics.json took from SGLang's metrics collector."""
+    folders = (os.environ.get("SIM_SGLANG_OPTIONS_DIR", server_args.OPTIONS_DIR), CHECKOUT_BUILDS)
+    for folder in folders:
+        for name in (build, "sglang-" + __version__.split("+")[0]):
+            spec = _read_json(os.path.join(folder, name + ".metrics.json"))
+            if spec and isinstance(spec.get("metrics"), list):
+                return spec
     return None
 
 
