@@ -12,7 +12,7 @@ import re
 
 from .keys import METHOD_NAMES
 from .latex_sections import _tex_ci, checkpoint_latex, interference_latex, paper_latex, tex_escape, time_latex
-from .latex_why import why_latex
+from .latex_why import decomposition_latex, why_latex
 from .read import MEASURED
 from .tables import _energy_cells, _groups, _markers_used, _per_request, _repeated, _throttle_reasons, named_runs, setting_table
 from .text import beside_note, energy_method_line, ENERGY_THROTTLED, NOT_SIGNIFICANT
@@ -33,6 +33,7 @@ def render_latex(report):
     out += paper_latex(report)  # the papers' layout (tables), [] when there is nothing to show
     out += checkpoint_latex(report)  # a checkpoint sweep (checkpoints), [] without one
     out += why_latex(report)  # the papers' decode speedup at c=1, [] without one
+    out += decomposition_latex(report)  # per run at its lowest concurrency: tau, the three speedups, verify cost
     for (host, dataset, temperature, tp), group in groups.items():
         if not any(row['status'] == MEASURED for row in group['cells'].values()):
             continue
