@@ -19,9 +19,9 @@ Data (no text of the documents):
   checkpoints: tau and speedup against the training step of a checkpoint sweep, the best checkpoint;
 - tables: the table builder both documents share (the per-setting groups, the papers' tables as cells and columns);
   figures: the plots as plain data.
-Renderers (all the text): text (the words both documents share), markdown and markdown_sections (report.md,
-compare-<c>.md), latex and latex_sections (report.tex), csv (results.csv and the other CSV files, results.json,
-evaluation.json), plots (PNG, matplotlib).
+Renderers (all the text): text (the words both documents share), markdown, markdown_sections and markdown_why
+(report.md, compare-<c>.md), latex, latex_sections and latex_why (report.tex), csv (results.csv and the other CSV
+files, results.json, evaluation.json), plots (PNG, matplotlib).
 Here: write_set, the only writer, which writes the files as a set and rewrites a file only when its content changed,
 so a second run with the same results changes nothing.
 """
