@@ -80,6 +80,10 @@ def _intro(report):
 def _paper_lines(report):
     tables = decode_paper_tables(report)
     if not tables:
+        if any(item.get('speedup_decode') is not None and item['method'] != report['baseline_method'] for item in report['why']):
+            return ['### The papers\' table: decode speedup at c=1', '',
+                    'No speculative run at concurrency 1 has a decode speedup: the papers time one request at a time, so '
+                    'their table is left out; the runs\' decode speedups at other concurrencies are below.', '']
         return []
     baseline = report['baseline_method']
     lines = ['### The papers\' table: decode speedup at c=1', '',

@@ -267,3 +267,12 @@ def test_the_synthetic_keys_are_the_harness_s():
         row = from_builtin(records, 10.0, 2, 8, 64, 32)
         for key, value in synth.why_keys(records).items():
             assert row[key] == (pytest.approx(value) if value is not None else None), key
+
+
+def test_without_a_run_at_concurrency_1_the_papers_table_says_why(tmp_path):
+    root = tmp_path / 'results'
+    synth.make_campaign(root, 'ct200', 'busy', synth.ct200_matrix(tps=(1,), budgets=(16,)), concurrency=(4,))
+    generate(str(root), 'busy', str(tmp_path / 'out'), plots=False)
+    section = _md_section((tmp_path / 'out' / 'report.md').read_text(), '## Why the speedup is what it is')
+    assert 'No speculative run at concurrency 1 has a decode speedup' in section and '#### ct200 TP1, random, T=0, c=4' in section
+    assert 'decode-speedup' not in (tmp_path / 'out' / 'report.tex').read_text()
