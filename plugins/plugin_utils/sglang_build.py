@@ -23,7 +23,8 @@ from ansible_collections.specdec.bench.plugins.module_utils._common import ID_PA
 
 BUILDS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'sglang_builds')
 BUILDS_FILE = 'builds.yml'
-PROFILE_KEYS = ('description', 'versions', 'options', 'extra_options', 'methods')
+PROFILE_KEYS = ('description', 'versions', 'options', 'extra_options', 'metrics', 'methods')
+METRIC_TYPES = ('counter', 'gauge', 'histogram', 'summary')
 OPTION_KEYS = ('flags', 'dest', 'action', 'type', 'nargs', 'choices', 'default', 'const', 'required', 'class')
 ACTIONS = ('store', 'store_true', 'store_false', 'store_const', 'append', 'count', 'help', 'version', 'boolean_optional')
 _FLAG_RE = re.compile(r'--?[A-Za-z0-9][A-Za-z0-9_-]*\Z')
@@ -53,6 +54,25 @@ def _check_option(option, where):
     if option.get('action', 'store') not in ACTIONS:
         raise BuildError('%s.action is %r; allowed: %s' % (where, option.get('action'), ', '.join(ACTIONS)))
     return dict(option, action=option.get('action', 'store'))
+
+
+def _metric_names(directory, metrics_file, where):
+    """The metric names (as the server writes them: counters with _total) of a build's metrics list, the file its
+    profile's `metrics` names beside BUILDS_FILE ({metrics: [{name, type, help, labels, ...}]}, written from SGLang's
+    metrics collector; sglang_builds/README.md)."""
+    if not isinstance(metrics_file, str) or os.path.basename(metrics_file) != metrics_file:
+        raise BuildError('%s.metrics is %r; allowed: the name of a metrics list beside %s' % (where, metrics_file, BUILDS_FILE))
+    doc = _read_json(os.path.join(directory, metrics_file))
+    entries = doc.get('metrics') if isinstance(doc, dict) else None
+    if not isinstance(entries, list) or not entries:
+        raise BuildError('%s: metrics is %r; allowed: a list of {name, type, help, labels}' % (metrics_file, entries))
+    names = []
+    for position, entry in enumerate(entries):
+        if not isinstance(entry, dict) or not isinstance(entry.get('name'), str) or entry.get('type') not in METRIC_TYPES:
+            raise BuildError('%s: metrics[%d] is %r; allowed: {name, type (%s), help, labels}'
+                             % (metrics_file, position, entry, ', '.join(METRIC_TYPES)))
+        names.append(entry['name'])
+    return names
 
 
 def load_builds(directory=BUILDS_DIR):
@@ -97,6 +117,9 @@ def load_builds(directory=BUILDS_DIR):
             if clash:
                 raise BuildError('%s.extra_options[%d] repeats %s of the release' % (where, position, ', '.join(clash)))
             options.append(option)
+        metrics_file, metrics = profile.get('metrics'), []
+        if metrics_file is not None:
+            metrics = _metric_names(directory, metrics_file, where)
         builds[name] = {
             'name': name,
             'description': str(profile.get('description') or ''),
@@ -105,6 +128,8 @@ def load_builds(directory=BUILDS_DIR):
             'options_file': options_file,
             'extra_flags': sorted(flag for option in extra for flag in option['flags']),
             'options': options,
+            'metrics_file': metrics_file,
+            'metrics': metrics,
             'methods': profile['methods'],
         }
     _CACHE[directory] = builds

@@ -173,6 +173,35 @@ def _cache_lines(report):
     return lines
 
 
+def _server_lines(report):
+    """The server's own /metrics over the measured runs beside the requests' figures; [] when no run kept a scrape."""
+    items = [item for item in report.get('why') or [] if item.get('server_generation_tokens') is not None or item.get('server_note')]
+    if not items:
+        return []
+    lines = ['### Server metrics', '',
+             'What the server counted over the measured runs (SGLang\'s Prometheus /metrics, scraped right before and after '
+             'each repeat, counter deltas summed over the repeats), beside the same figures from the requests: τ (verify) = '
+             '(Δ generation tokens - Δ requests) / Δ spec_verify_calls, the tokens verify steps made (each request\'s first '
+             'token is its prefill\'s); hit rate = Δ cached_tokens / Δ prompt_tokens; queue = the queue-time histogram\'s '
+             'mean. A gap between a server figure and the requests\' says one of them miscounts. Shown at the lowest '
+             'concurrency of each run; every run is in results-why.csv.', '',
+             '| host | TP | dataset | c | setting | server τ (verify) | requests\' τ (decode) | server hit rate | requests\' hit rate '
+             '| queue ms | note |', '| --- | ---: | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | --- |']
+    lowest = {}
+    for item in items:
+        key = (item['host'], item['tp'], item['dataset'], item['temperature'])
+        lowest[key] = min(lowest.get(key, item['concurrency']), item['concurrency'])
+    for item in items:
+        if item['concurrency'] != lowest[(item['host'], item['tp'], item['dataset'], item['temperature'])]:
+            continue
+        lines.append('| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |' % (
+            md_escape(item['host']), item['tp'], md_escape(_run_label(item['dataset'], item['temperature'])), item['concurrency'],
+            md_escape(item['setting']), _fmt(item['server_accept_length']), _fmt(item['tau_decode']),
+            _pct(item['server_cache_hit_rate']), _pct(item['cache_hit_rate']), _fmt(item['server_queue_time_ms'], 1),
+            md_escape(item['server_note'] or '')))
+    return lines + ['']
+
+
 def why_markdown(report, plots=None):
     """report.md's "Why the speedup is what it is" section; [] when no row was measured."""
     if not report.get('why'):
@@ -189,4 +218,5 @@ def why_markdown(report, plots=None):
     for group in why_groups(report):
         lines += _group_lines(group, plots, shown)
     lines += _cache_lines(report)
+    lines += _server_lines(report)
     return lines

@@ -30,6 +30,7 @@ import re
 import string
 
 from ansible_collections.specdec.bench.plugins.module_utils._common import ID_PATTERN, RESULTS_LAYOUT, finite
+from ansible_collections.specdec.bench.plugins.plugin_utils.server_metrics import MetricsError, read_scrapes, scrape_deltas
 from .schema import check_raw_record, SCHEMAS
 from .time import TIMING_FILE
 
@@ -234,7 +235,7 @@ def read_host(results_root, host, campaign, layout=None):
                    if name not in names and not name.startswith('.') and os.path.isdir(os.path.join(folder, name)))
     for stage in planned + [_stage_from_id(name, campaign) for name in extra]:
         stage_dir = os.path.join(folder, stage['id'])
-        entry = {'stage': stage, 'status': None, 'results': {}, 'raw': {}, 'server_info': None, 'gpus': None,
+        entry = {'stage': stage, 'status': None, 'results': {}, 'raw': {}, 'metrics': {}, 'server_info': None, 'gpus': None,
                  'skipped': {'status': None, 'results': {}}}
         data['stages'].append(entry)
         if not os.path.isdir(stage_dir):
@@ -261,10 +262,23 @@ def _read_runs(reader, stage_dir, layout, entry):
             results[repeat] = reader.read(result_path, 'result')
             if results[repeat] is None and run not in entry['skipped']['results'] and reader.reason(result_path):
                 entry['skipped']['results'][run] = reader.reason(result_path)
+            metrics = (results[repeat] or {}).get('metrics_file')
+            if isinstance(metrics, str) and metrics and os.path.basename(metrics) == metrics:
+                entry['metrics'].setdefault(run, {})[repeat] = read_metrics(os.path.join(stage_dir, metrics))
             if run[0] in wanted and raw and results[repeat] is not None:
                 records = reader.read_records(os.path.join(stage_dir, raw))
                 if records is not None:
                     entry['raw'].setdefault(run, {})[repeat] = records
+
+
+def read_metrics(path):
+    """A run's server metrics (its metrics_file: /metrics scraped before and after the measured run) as
+    server_metrics.scrape_deltas gives them, or {'error': why} when the file cannot be read or parsed."""
+    try:
+        before, after = read_scrapes(path)[:2]
+        return scrape_deltas(before, after)
+    except MetricsError as exc:
+        return {'error': str(exc).replace(path, os.path.basename(path))}
 
 
 def ran_beside(entry):

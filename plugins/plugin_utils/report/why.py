@@ -53,7 +53,15 @@ WHY_KEYS = (
     'decode_tpot_n', 'decode_time_s', 'decode_tokens', 'decode_steps', 'tau_decode', 'step_time_ms',
     'request_tokens_per_s_mean', 'speedup', 'speedup_decode', 'speedup_decode_ci_low', 'speedup_decode_ci_high',
     'speedup_specbench', 'verify_cost_factor', 'residual', 'cached_tokens', 'cache_hit_rate', 'cache_hit_rate_by_turn',
-    'baseline_cache_hit_rate', 'baseline_cache_hit_rate_by_turn', 'cache_flag', 'cache_flag_note', 'note')
+    'baseline_cache_hit_rate', 'baseline_cache_hit_rate_by_turn', 'cache_flag', 'cache_flag_note', 'server_prompt_tokens',
+    'server_cached_tokens', 'server_cache_hit_rate', 'server_generation_tokens', 'server_requests', 'server_verify_calls',
+    'server_accept_length', 'server_queue_time_ms', 'server_note', 'note')
+
+# SGLang 0.5.23's metric families (prometheus_client's names, the counters without _total) the server figures read
+# (plugins/plugin_utils/sglang_builds/sglang-0.5.23.metrics.json lists them with their source).
+SERVER_COUNTERS = {'prompt': 'sglang:prompt_tokens', 'cached': 'sglang:cached_tokens', 'generation': 'sglang:generation_tokens',
+                   'requests': 'sglang:num_requests', 'verify': 'sglang:spec_verify_calls'}
+SERVER_QUEUE = 'sglang:queue_time_seconds'
 
 
 # The row's own keys a why row repeats.
@@ -232,6 +240,39 @@ def cache_flag(mine, base, baseline_label='AR', threshold=CACHE_FLAG):
     return bool(parts), '; '.join(parts) or None
 
 
+def server_figures(scrapes):
+    """A row's server figures from its used repeats' /metrics deltas (read.read_metrics's, one per repeat that kept a
+    scrape), summed over the repeats: the counters' deltas; server_cache_hit_rate = cached / prompt tokens (SGLang
+    counts cached_tokens only once a request has some: a family absent from both scrapes is 0); server_accept_length
+    = (generation tokens - requests) / verify calls, the tokens the verify steps made (each request's first token is
+    its prefill's), as /server_info's avg_spec_accept_length counts; server_queue_time_ms = the queue-time histogram's
+    sum / count. Null where a counter is absent (no verify calls: an autoregressive server); server_note the first
+    scrape that could not be read."""
+    good = [scrape for scrape in scrapes if 'error' not in scrape]
+    errors = [scrape['error'] for scrape in scrapes if 'error' in scrape]
+    out = dict.fromkeys(('server_prompt_tokens', 'server_cached_tokens', 'server_cache_hit_rate', 'server_generation_tokens',
+                         'server_requests', 'server_verify_calls', 'server_accept_length', 'server_queue_time_ms'))
+    out['server_note'] = ('%d of %d scrapes unreadable: %s' % (len(errors), len(scrapes), errors[0])) if errors else None
+    if not good:
+        return out
+    totals = {}
+    for key, family in SERVER_COUNTERS.items():
+        values = [scrape['counters'].get(family) for scrape in good]
+        totals[key] = None if any(value is None for value in values) else math.fsum(values)
+    if totals['cached'] is None and totals['prompt'] is not None:
+        totals['cached'] = 0.0
+    for key, name in (('prompt', 'server_prompt_tokens'), ('cached', 'server_cached_tokens'), ('generation', 'server_generation_tokens'),
+                      ('requests', 'server_requests'), ('verify', 'server_verify_calls')):
+        out[name] = totals[key]
+    out['server_cache_hit_rate'] = _ratio(totals['cached'], totals['prompt'])
+    if totals['verify'] and totals['generation'] is not None and totals['requests'] is not None:
+        out['server_accept_length'] = (totals['generation'] - totals['requests']) / totals['verify']
+    queue = [scrape['histograms'].get(SERVER_QUEUE) for scrape in good]
+    if all(queue) and math.fsum(item['count'] for item in queue):
+        out['server_queue_time_ms'] = math.fsum(item['sum'] for item in queue) / math.fsum(item['count'] for item in queue) * 1000.0
+    return out
+
+
 def _run_key(row):
     return (row['host'], row['stage']) + tuple(row[name] for name in RUN_KEYS)
 
@@ -251,18 +292,22 @@ def why_rows(host_data, rows, baseline_method):
             continue
         entry = entries.get((row['host'], row['stage']))
         run = tuple(row[name] for name in RUN_KEYS)
-        results = _used_results((entry or {}).get('results', {}).get(run) or {})
-        figures[_run_key(row)] = run_figures(results)
+        by_repeat = (entry or {}).get('results', {}).get(run) or {}
+        results = _used_results(by_repeat)
+        scrapes = (entry or {}).get('metrics', {}).get(run) or {}
+        used = [scrapes[repeat] for repeat in sorted(scrapes) if (by_repeat.get(repeat) or {}).get('complete')]
+        figures[_run_key(row)] = run_figures(results) + (server_figures(used),)
     label = METHOD_NAMES.get(baseline_method, baseline_method)
     out = []
     for row in rows:
         key = _run_key(row)
         if key not in figures:
             continue
-        mine, missing = figures[key]
+        mine, missing, server = figures[key]
         item = dict.fromkeys(WHY_KEYS)
         item.update((name, row.get(name)) for name in _ROW_NAMES)
         item.update(mine)
+        item.update(server)
         notes = ['%s %s' % (_MISSING[group], _WHY_NOT) for group in missing if group != 'spec' or row['method'] != baseline_method]
         base_key = (row['host'], row['baseline_stage']) + key[2:] if row.get('baseline_stage') else None
         base = figures.get(base_key)

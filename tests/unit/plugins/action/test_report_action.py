@@ -42,7 +42,8 @@ def test_report_action_writes_and_a_rerun_changes_nothing(tmp_path):
     first = run(report_action, args)
     assert first['changed'] is True and first['hosts'] == ['ct200'] and first['rows'] == 8 and first['measured'] == 8
     assert first['report_md'] == str(tmp_path / 'reports' / 'c' / 'report.md')
-    assert sorted(first['written']) == ['report.md', 'report.tex', 'results-categories.csv', 'results-repeats.csv', 'results.csv', 'results.json']
+    assert sorted(first['written']) == [
+        'report.md', 'report.tex', 'results-categories.csv', 'results-repeats.csv', 'results-why.csv', 'results.csv', 'results.json']
     assert first['plots_skipped'] == 'plots=false'
     assert first['summary_lines'][1].startswith('ct200 TP1 c=1: best DDTree B=64 k=4')
     again = run(report_action, args)

@@ -17,6 +17,7 @@ from ansible.module_utils import _internal as _module_internal
 from ansible_collections.specdec.bench.plugins.filter.plan_lines import plan_lines
 from ansible_collections.specdec.bench.plugins.filter.stage import stage_run_args
 from ansible_collections.specdec.bench.plugins.plugin_utils import sglang_build
+from ansible_collections.specdec.bench.plugins.plugin_utils.report.why import SERVER_COUNTERS, SERVER_QUEUE
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from test_plan import DDTREE_BUILD, METHODS, ct200_spec, plan  # noqa: E402  pylint: disable=import-error,wrong-import-position
@@ -100,3 +101,28 @@ def test_bench_run_scrapes_only_a_server_with_the_flag(no_metrics_build):
 def test_bench_run_scrapes_a_server_with_the_flag():
     runs = stage_run_args(plan()[0], SETTINGS)['runs']
     assert runs and all(run['metrics'] is True for run in runs)
+
+
+def test_every_profile_lists_its_metrics_and_the_report_reads_only_listed_ones():
+    builds = sglang_build.load_builds()
+    for name, build in builds.items():
+        assert build['metrics_file'] == 'sglang-0.5.23.metrics.json', name
+        # prometheus_client's family names: a counter's without its _total
+        assert all(family + '_total' in build['metrics'] for family in SERVER_COUNTERS.values()), name
+        assert SERVER_QUEUE in build['metrics'], name
+
+
+@pytest.mark.parametrize('listing, error', [
+    ('[1]', "metrics is None; allowed: a list of {name, type, help, labels}"),
+    ('{"metrics": [{"name": "sglang:x", "type": "meter"}]}', "metrics[0] is {'name': 'sglang:x', 'type': 'meter'}; "
+                                                             "allowed: {name, type (counter, gauge, histogram, summary)"),
+])
+def test_a_bad_metrics_list_is_refused_naming_it(tmp_path, listing, error):
+    source = os.path.dirname(sglang_build.__file__)
+    for name in ('builds.yml', 'sglang-0.5.23.options.json'):
+        with open(os.path.join(source, 'sglang_builds', name), encoding='utf-8') as handle:
+            (tmp_path / name).write_text(handle.read())
+    (tmp_path / 'sglang-0.5.23.metrics.json').write_text(listing)
+    with pytest.raises(sglang_build.BuildError) as caught:
+        sglang_build.load_builds(str(tmp_path))
+    assert str(caught.value).startswith('sglang-0.5.23.metrics.json: ') and error in str(caught.value)

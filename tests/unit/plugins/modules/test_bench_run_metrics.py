@@ -16,6 +16,8 @@ import pytest
 
 from ansible_collections.specdec.bench.plugins.module_utils._stage import harness_run as _harness_run
 from ansible_collections.specdec.bench.plugins.modules import bench_run
+from ansible_collections.specdec.bench.plugins.plugin_utils.report.read import read_metrics
+from ansible_collections.specdec.bench.plugins.plugin_utils.report.why import server_figures
 from ansible_collections.specdec.bench.plugins.plugin_utils.server_metrics import read_scrapes, scrape_deltas
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -133,3 +135,39 @@ def test_the_emulator_serves_metrics_only_with_the_flag_and_its_counters_cover_t
     # the measured run's own requests, not the warm-up's: the scrapes bracket it
     assert counters['sglang:generation_tokens'] == row['total_output_tokens'] == 4 * 12
     assert counters['sglang:prompt_tokens'] == row['total_input_tokens']
+
+
+def test_the_reports_server_figures_agree_with_the_requests_on_the_emulator(run_module, emulator, tmp_path):
+    """The report's server figures (read.read_metrics, why.server_figures) from a real scrape of the emulator: the tokens
+    its verify steps made per verify call, and its cache hits, are the requests' own (decode_tokens / decode_steps and
+    cache_hit_rate), and the counters are the measured run's."""
+    emu = emulator(DFLASH_ARGS + ('--enable-metrics',)).wait_ready()
+    outcome = run_module(bench_run, dict(base_url=emu.base_url, concurrency=2, num_prompts=4, input_len=16, output_len=12,
+                                         seed=7, warmup_requests=1, output_dir=str(tmp_path / 'stage'), stage='tp1-dflash'))
+    assert outcome['exit_code'] == 0, outcome
+    row = outcome['result']
+    scrape = read_metrics(str(tmp_path / 'stage' / row['metrics_file']))
+    assert 'error' not in scrape, scrape
+    figures = server_figures([scrape])
+    assert figures['server_generation_tokens'] == row['total_output_tokens']
+    assert figures['server_requests'] == 4
+    assert figures['server_verify_calls'] == row['decode_steps']
+    assert figures['server_accept_length'] == pytest.approx(float(row['decode_tokens']) / row['decode_steps'])
+    assert figures['server_cache_hit_rate'] == pytest.approx(row['cache_hit_rate'])
+    assert figures['server_note'] is None
+
+
+def test_server_figures_of_unreadable_and_autoregressive_scrapes(tmp_path):
+    broken = tmp_path / 'raw-x-t0-c1-r1.metrics.json'
+    broken.write_text('{"before": 1}')
+    unreadable = read_metrics(str(broken))
+    assert unreadable['error'].startswith('raw-x-t0-c1-r1.metrics.json: before is ') and str(tmp_path) not in unreadable['error']
+    ar = {'counters': {'sglang:prompt_tokens': 300.0, 'sglang:generation_tokens': 120.0, 'sglang:num_requests': 3.0},
+          'gauges': {}, 'histograms': {'sglang:queue_time_seconds': {'count': 3.0, 'sum': 0.006}}}
+    figures = server_figures([ar, unreadable])
+    # no cached_tokens family: SGLang counts it only once a request hits, so 0; no verify calls: no tau
+    assert (figures['server_cached_tokens'], figures['server_cache_hit_rate']) == (0.0, 0.0)
+    assert figures['server_accept_length'] is None and figures['server_verify_calls'] is None
+    assert figures['server_queue_time_ms'] == pytest.approx(2.0)
+    assert figures['server_note'].startswith('1 of 2 scrapes unreadable: raw-x-t0-c1-r1.metrics.json')
+    assert server_figures([unreadable])['server_generation_tokens'] is None

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from ansible_collections.specdec.bench.plugins.plugin_utils.report import generate
-from ansible_collections.specdec.bench.plugins.plugin_utils.report import why
+from ansible_collections.specdec.bench.plugins.plugin_utils.report import markdown_why, why
 from ansible_collections.specdec.bench.plugins.plugin_utils.report.markdown_why import compact_histogram, compact_positions
 from ansible_collections.specdec.bench.plugins.plugin_utils.report.stats import fieller, fieller_moments
 
@@ -276,3 +276,18 @@ def test_without_a_run_at_concurrency_1_the_papers_table_says_why(tmp_path):
     section = _md_section((tmp_path / 'out' / 'report.md').read_text(), '## Why the speedup is what it is')
     assert 'No speculative run at concurrency 1 has a decode speedup' in section and '#### ct200 TP1, random, T=0, c=4' in section
     assert 'decode-speedup' not in (tmp_path / 'out' / 'report.tex').read_text()
+
+
+def test_the_server_metrics_table_shows_the_lowest_concurrency_beside_the_requests_figures():
+    def item(concurrency, server_tau, note=None):
+        row = dict.fromkeys(why.WHY_KEYS)
+        row.update(host='ct200', tp=1, dataset='mt-bench', temperature=0.0, concurrency=concurrency, setting='DDTree B=64',
+                   server_generation_tokens=1000.0, server_accept_length=server_tau, tau_decode=4.25,
+                   server_cache_hit_rate=0.125, cache_hit_rate=0.5, server_queue_time_ms=3.0, server_note=note)
+        return row
+
+    assert markdown_why._server_lines({'why': [dict.fromkeys(why.WHY_KEYS)]}) == []
+    lines = markdown_why._server_lines({'why': [item(4, 9.0), item(1, 4.25, 'a | b')]})
+    assert lines[0] == '### Server metrics'
+    rows = [line for line in lines if line.startswith('| ct200 ')]
+    assert rows == ['| ct200 | 1 | mt-bench, T=0 | 1 | DDTree B=64 | 4.25 | 4.25 | 12% | 50% | 3.0 | a \\| b |']
