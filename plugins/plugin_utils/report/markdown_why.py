@@ -136,6 +136,15 @@ def _group_lines(group, plots, shown):
     return lines
 
 
+def at_lowest_concurrency(items):
+    """The why rows of items at the lowest concurrency of their run (host, TP, dataset, temperature), in order."""
+    lowest = {}
+    for item in items:
+        key = (item['host'], item['tp'], item['dataset'], item['temperature'])
+        lowest[key] = min(lowest.get(key, item['concurrency']), item['concurrency'])
+    return [item for item in items if item['concurrency'] == lowest[(item['host'], item['tp'], item['dataset'], item['temperature'])]]
+
+
 def _cache_lines(report):
     items = [item for item in report.get('why') or [] if item.get('cache_hit_rate') is not None]
     base = METHOD_NAMES.get(report['baseline_method'], report['baseline_method'])
@@ -149,13 +158,7 @@ def _cache_lines(report):
               'points (the hybrid Mamba/attention case: speculation is reported to lose prefix-cache hits there). '
               'Shown at the lowest concurrency of each run; every run is in results-why.csv.' % (base, CACHE_FLAG * 100.0), '',
               '| host | TP | dataset | c | setting | hit rate | per turn |', '| --- | ---: | --- | ---: | --- | ---: | --- |']
-    lowest = {}
-    for item in items:
-        key = (item['host'], item['tp'], item['dataset'], item['temperature'])
-        lowest[key] = min(lowest.get(key, item['concurrency']), item['concurrency'])
-    for item in items:
-        if item['concurrency'] != lowest[(item['host'], item['tp'], item['dataset'], item['temperature'])]:
-            continue
+    for item in at_lowest_concurrency(items):
         turns = ' '.join('%d:%s' % (index + 1, _pct(value)) for index, value in enumerate(item['cache_hit_rate_by_turn'] or []))
         lines.append('| %s | %s | %s | %s | %s%s | %s | %s |' % (
             md_escape(item['host']), item['tp'], md_escape(_run_label(item['dataset'], item['temperature'])), item['concurrency'],
@@ -187,13 +190,7 @@ def _server_lines(report):
              'concurrency of each run; every run is in results-why.csv.', '',
              '| host | TP | dataset | c | setting | server τ (verify) | requests\' τ (decode) | server hit rate | requests\' hit rate '
              '| queue ms | note |', '| --- | ---: | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | --- |']
-    lowest = {}
-    for item in items:
-        key = (item['host'], item['tp'], item['dataset'], item['temperature'])
-        lowest[key] = min(lowest.get(key, item['concurrency']), item['concurrency'])
-    for item in items:
-        if item['concurrency'] != lowest[(item['host'], item['tp'], item['dataset'], item['temperature'])]:
-            continue
+    for item in at_lowest_concurrency(items):
         lines.append('| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |' % (
             md_escape(item['host']), item['tp'], md_escape(_run_label(item['dataset'], item['temperature'])), item['concurrency'],
             md_escape(item['setting']), _fmt(item['server_accept_length']), _fmt(item['tau_decode']),
