@@ -22,8 +22,6 @@ from __future__ import annotations
 
 import json
 
-from prometheus_client.parser import text_string_to_metric_families
-
 COUNTER_TYPES = ('counter',)
 GAUGE_TYPES = ('gauge', 'unknown', 'untyped')
 DISTRIBUTION_TYPES = ('histogram', 'summary', 'gaugehistogram')
@@ -54,11 +52,22 @@ def read_scrapes(path):
     return before, after, before_t, after_t
 
 
+def _parser():
+    """prometheus_client's text_string_to_metric_families, imported when first used: the collection's plugins import
+    without it (ansible-test's import check), reading a scrape needs it (requirements.txt)."""
+    try:
+        from prometheus_client.parser import text_string_to_metric_families  # pylint: disable=import-outside-toplevel
+    except ImportError as exc:
+        raise ImportError('reading SGLang\'s /metrics needs prometheus_client on the controller (pip install -r '
+                          'requirements.txt): %s' % exc) from exc
+    return text_string_to_metric_families
+
+
 def _families(text, names):
     """{family name: (type, {sample name: value summed over the label sets})} of a /metrics text."""
     families = {}
     try:
-        parsed = list(text_string_to_metric_families(text))
+        parsed = list(_parser()(text))
     except ValueError as exc:
         raise MetricsError('the /metrics text cannot be parsed: %s' % exc)
     for family in parsed:

@@ -115,7 +115,7 @@ def metrics_spec(build: str) -> Optional[dict]:
     plugins/plugin_utils/sglang_builds/sglang-<version>.metrics.json took from SGLang's metrics collector."""
     folders = (os.environ.get("SIM_SGLANG_OPTIONS_DIR", server_args.OPTIONS_DIR), CHECKOUT_BUILDS)
     for folder in folders:
-        for name in (build, "sglang-" + __version__.split("+")[0]):
+        for name in (build, "sglang-" + __version__.split("+", maxsplit=1)[0]):
             spec = _read_json(os.path.join(folder, name + ".metrics.json"))
             if spec and isinstance(spec.get("metrics"), list):
                 return spec
