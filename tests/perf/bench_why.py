@@ -105,7 +105,7 @@ def fmt(value, digits=2):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser = argparse.ArgumentParser(description=__doc__.split('\n', maxsplit=1)[0])
     parser.add_argument('--budgets', default='16,32,64,128')
     parser.add_argument('--concurrency', default='1,8')
     parser.add_argument('--num-prompts', type=int, default=8)
