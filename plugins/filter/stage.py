@@ -8,11 +8,13 @@ gets, how a wave is announced, which stages run together, and how long a stage o
 Their documentation is in stage_run_args.yml, stage_wave_line.yml, campaign_waves.yml and stage_lock_wait.yml beside
 this file. One place
 for a stage's harness runs: the matrix (prompt set x temperature x concurrency, in that order) and each run's
-bench_run options.
+bench_run options; then the load family (open-loop rates, crossover concurrencies) and the capacity searches, built
+from the same run options (docs/plan.md, "Load, SLOs and the capacity search").
 """
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
@@ -24,6 +26,9 @@ DATASET_KEYS = ('name', 'kind', 'source', 'source_sha256', 'normalized_sha256', 
                 'max_new_tokens', 'turns', 'chat_template_kwargs')
 # What status.json lists of the sets the stage ran: the prepared entries without controller paths and notes.
 NOT_RECORDED = ('prompts_path', 'notes')
+INFINITE = 'inf'
+# the capacity searches of a stage, in the order they run (the plan's load.search keys)
+SEARCH_KINDS = ('concurrency', 'request_rate')
 RANDOM = {'name': 'random', 'kind': 'random', 'num_prompts': None, 'input_len': None, 'output_len': None}
 SETTINGS = {
     'results_root': None, 'campaign': None, 'harness': 'builtin', 'python': 'python3', 'datasets': [],
@@ -50,53 +55,120 @@ def stage_dir(stage, settings):
     return '%s/%s/%s' % (settings['results_root'], settings['campaign'], stage['id'])
 
 
-def stage_runs(stage, settings):
-    """The bench_run options of each harness run of the stage, in the order they run."""
+def _run(stage, settings, dataset, temperature, concurrency):
+    """The bench_run options of one harness run of the stage: a grid run, or the base of a load run or a search point
+    (every field that shapes the requests the same as the grid's)."""
     workload = stage.get('workload') or {}
-    datasets = settings.get('datasets') or [RANDOM]
+    random = dataset.get('kind') == 'random'
+    run = {
+        'harness': settings['harness'],
+        'python': settings['python'],
+        'base_url': 'http://127.0.0.1:%d' % stage['port'],
+        'stage': stage['id'],
+        'concurrency': concurrency,
+        'dataset': dict((key, value) for key, value in dataset.items() if key in DATASET_KEYS),
+        'temperature': float(temperature),
+        'top_p': workload.get('top_p', 1.0),
+        'top_k': workload.get('top_k', -1),
+        # random prompts always run to output_len; a prompt set stops at EOS unless the workload says otherwise
+        'ignore_eos': random or not workload.get('stop_at_eos', True),
+        'seed': workload.get('seed', 1),
+        'warmup_requests': workload.get('warmup_requests', 1),
+        'request_rate': workload.get('request_rate', 'inf'),
+        'flush_cache': True,
+        'repeats': int(stage.get('repeats') or 1),
+        # the energy of the stage's own GPUs (the plan's UUIDs) per measured repeat
+        'gpus': list(stage.get('gpus') or []),
+        'telemetry': str(settings['telemetry']),
+        'telemetry_interval': float(settings['telemetry_interval']),
+        # /metrics scraped around each measured run where the plan gave the server --enable-metrics
+        'metrics': bool(stage.get('enable_metrics')),
+        'output_dir': stage_dir(stage, settings),
+    }
+    if random:
+        # random prompts as the workload asks (an entry's own sizes first)
+        for key in ('num_prompts', 'input_len', 'output_len'):
+            run[key] = _first(dataset.get(key), workload.get(key))
+    else:
+        run['num_prompts'] = dataset.get('count')
+        run['prompts_file'] = '%s/%s.jsonl' % (settings['datasets_dir'], dataset.get('prompts_sha256'))
+        run['max_new_tokens'] = dataset.get('max_new_tokens')
+    for key in ('request_timeout', 'request_deadline', 'run_deadline'):
+        if settings.get(key) is not None:
+            run[key] = settings[key]
+    load = stage.get('load')
+    if load and run['request_rate'] != INFINITE:
+        # a scalar finite workload.request_rate: the grid's arrivals are gamma with the spec's burstiness
+        run['burstiness'] = float(load['burstiness'])
+    return run
+
+
+def _cells(stage, settings):
+    """(dataset, temperature) of each cell of the stage's matrix, in the order they run."""
+    workload = stage.get('workload') or {}
+    return [(dataset, temperature) for dataset in settings.get('datasets') or [RANDOM]
+            for temperature in workload.get('temperature') or [0]]
+
+
+def stage_runs(stage, settings):
+    """The bench_run options of each harness run of the stage's grid, in the order they run."""
+    return [_run(stage, settings, dataset, temperature, concurrency)
+            for dataset, temperature in _cells(stage, settings) for concurrency in stage.get('concurrency') or []]
+
+
+def _open_loop(base, rate, load):
+    """base as an open-loop run: arrivals at rate (gamma, shape burstiness), at most max_concurrency in flight."""
+    return dict(base, concurrency=int(load['max_concurrency']), request_rate=float(rate), burstiness=float(load['burstiness']),
+                name_rate=True)
+
+
+def _closed_loop(base, concurrency):
+    """base as a closed-loop run of the load family: concurrency requests in flight, all at once (rate inf)."""
+    run = dict(base, concurrency=int(concurrency), request_rate=INFINITE, name_rate=True)
+    run.pop('burstiness', None)
+    return run
+
+
+def stage_load_runs(stage, settings):
+    """The stage's load family (bench_run options, named with their rate): per dataset and temperature, one open-loop
+    run per finite rate of workload.request_rate (ascending), then one closed-loop run per crossover concurrency;
+    after the grid. A stage planned without `load` has none. The arrivals' seed, count, rate and burstiness come
+    from the spec: the same for every stage of a host (a paired design)."""
+    load = stage.get('load')
+    if not load:
+        return []
     runs = []
-    for dataset in datasets:
-        random = dataset.get('kind') == 'random'
-        for temperature in workload.get('temperature') or [0]:
-            for concurrency in stage.get('concurrency') or []:
-                run = {
-                    'harness': settings['harness'],
-                    'python': settings['python'],
-                    'base_url': 'http://127.0.0.1:%d' % stage['port'],
-                    'stage': stage['id'],
-                    'concurrency': concurrency,
-                    'dataset': dict((key, value) for key, value in dataset.items() if key in DATASET_KEYS),
-                    'temperature': float(temperature),
-                    'top_p': workload.get('top_p', 1.0),
-                    'top_k': workload.get('top_k', -1),
-                    # random prompts always run to output_len; a prompt set stops at EOS unless the workload says otherwise
-                    'ignore_eos': random or not workload.get('stop_at_eos', True),
-                    'seed': workload.get('seed', 1),
-                    'warmup_requests': workload.get('warmup_requests', 1),
-                    'request_rate': workload.get('request_rate', 'inf'),
-                    'flush_cache': True,
-                    'repeats': int(stage.get('repeats') or 1),
-                    # the energy of the stage's own GPUs (the plan's UUIDs) per measured repeat
-                    'gpus': list(stage.get('gpus') or []),
-                    'telemetry': str(settings['telemetry']),
-                    'telemetry_interval': float(settings['telemetry_interval']),
-                    # /metrics scraped around each measured run where the plan gave the server --enable-metrics
-                    'metrics': bool(stage.get('enable_metrics')),
-                    'output_dir': stage_dir(stage, settings),
-                }
-                if random:
-                    # random prompts as the workload asks (an entry's own sizes first)
-                    for key in ('num_prompts', 'input_len', 'output_len'):
-                        run[key] = _first(dataset.get(key), workload.get(key))
-                else:
-                    run['num_prompts'] = dataset.get('count')
-                    run['prompts_file'] = '%s/%s.jsonl' % (settings['datasets_dir'], dataset.get('prompts_sha256'))
-                    run['max_new_tokens'] = dataset.get('max_new_tokens')
-                for key in ('request_timeout', 'request_deadline', 'run_deadline'):
-                    if settings.get(key) is not None:
-                        run[key] = settings[key]
-                runs.append(run)
+    for dataset, temperature in _cells(stage, settings):
+        base = _run(stage, settings, dataset, temperature, int(load['max_concurrency']))
+        runs.extend(_open_loop(base, rate, load) for rate in load.get('request_rates') or [])
+        runs.extend(_closed_loop(base, concurrency) for concurrency in load.get('crossover_concurrency') or [])
     return runs
+
+
+def stage_searches(stage, settings):
+    """The stage's capacity searches: per dataset and temperature, the concurrency search then the request rate
+    search, as the plan's `load.search` asks; each point is `base` with the value searched (stage_run)."""
+    load = stage.get('load')
+    search = (load or {}).get('search')
+    if not search:
+        return []
+    searches = []
+    for dataset, temperature in _cells(stage, settings):
+        base = _run(stage, settings, dataset, temperature, int(load['max_concurrency']))
+        for kind in SEARCH_KINDS:
+            bounds = search.get(kind)
+            if not bounds:
+                continue
+            if kind == 'concurrency':
+                point = _closed_loop(base, bounds['min'])
+            else:
+                point = _open_loop(base, bounds['min'], load)
+            searches.append({
+                'kind': kind, 'base': point, 'slo': copy.deepcopy(load['slo']),
+                'min': bounds['min'], 'max': bounds['max'], 'resolution': bounds['resolution'],
+                'max_runs': int(search['max_runs']), 'max_seconds': float(search['max_seconds']),
+            })
+    return searches
 
 
 def stage_run_args(stage, settings, wave=None):
@@ -138,6 +210,9 @@ def stage_run_args(stage, settings, wave=None):
         'ready_timeout': float(settings['ready_timeout']),
         'journal_lines': int(settings['journal_lines']),
         'runs': stage_runs(stage, settings),
+        # after the grid, on the same server: the open-loop rates and crossover concurrencies, then the capacity searches
+        'load_runs': stage_load_runs(stage, settings),
+        'searches': stage_searches(stage, settings),
         'status': {
             'stage': stage['id'],
             'sglang_build': stage.get('sglang_build'),

@@ -14,6 +14,7 @@ The package has one axis per module:
   flags) and checkpoints (the draft, a sweep's checkpoints, whether each is installed here, the disk they need);
 - capacity: what fits (the weights and KV cache headroom per GPU at a TP size: fit_tp, model_bytes, a stage's fit);
 - placement: where a stage runs (its GPUs: pins, a pool's slots; its CPUs and NUMA nodes: stage_pinning; its port);
+- load: the request rates, the SLOs, the capacity search and the crossover (checked; the `load` of every stage);
 - stage: one stage (id, unit, flags, environment, holders and conflicts);
 - waves: the stages run at the same time, the CPUs they split, the interference stage.
 Here: campaign_plan, the entry point, which takes the host's facts, the spec, the host's inputs and the checkpoint

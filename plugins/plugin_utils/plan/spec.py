@@ -5,7 +5,8 @@
 """The campaign spec checked, everything about it that does not depend on the host, before any stage is made: the
 keys, the campaign id, the model, the draft (its checks in the checkpoints module), the methods and their parameter
 matrices, the TP entries and their pools, parallel, the workload (its checks in the workload module), extra_args and
-env; and the host's stoppable units and processes."""
+env, the load: request rates, SLOs, the capacity search and the crossover (its checks in the load module); and the
+host's stoppable units and processes."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from ansible_collections.specdec.bench.plugins.module_utils._common import ID_PA
 from ansible_collections.specdec.bench.plugins.module_utils._systemd import normalize_unit_name
 from .capacity import DEFAULT_MEM_FRACTION, DEFAULT_MIN_KV_HEADROOM_GIB
 from .checkpoints import spec_draft
+from .load import spec_load
 from .common import (MODEL_KEYS, ONE_LINE, POSITIVE_INT, STEP_PARAM, check_id, check_keys, check_path, fail, is_int,
                      is_number, is_positive_int, one_line)
 from .methods import COMMON_FLAGS, METRICS_FLAG, arg_items, check_extra_args, env_items, flag_name, server_metrics
@@ -26,18 +28,20 @@ from .workload import spec_concurrency, spec_repeats, spec_workload
 
 CAMPAIGN_MAX_LEN = 64
 SPEC_KEYS = ('campaign', 'description', 'model', 'draft', 'tp', 'methods', 'workload', 'concurrency', 'repeats',
-             'mem_fraction', 'min_kv_headroom_gib', 'extra_args', 'env', 'parallel', 'enable_metrics')
+             'mem_fraction', 'min_kv_headroom_gib', 'extra_args', 'env', 'parallel', 'enable_metrics', 'slo', 'search',
+             'crossover')
 TP_KEYS = ('size', 'gpus', 'id', 'pool')
 # spec.parallel: how many stages may run at once, on disjoint GPUs (1, the default, is one at a time)
 PARALLEL_ALLOWED = 'true, false or a number of stages >= 1'
-# Where an infinity means something: an unbounded request rate.
+# Where an infinity means something: an unbounded request rate (the scalar, or an entry of the sweep).
 INFINITY_ALLOWED = ('workload.request_rate',)
+_LIST_ENTRY_RE = re.compile(r'\[\d+\]\Z')
 
 
 def _check_finite(value, field='spec'):
     """One check for the whole spec: no NaN anywhere, no infinity but where it means something."""
     if isinstance(value, float) and not math.isfinite(value):
-        if math.isnan(value) or field not in INFINITY_ALLOWED:
+        if math.isnan(value) or _LIST_ENTRY_RE.sub('', field) not in INFINITY_ALLOWED:
             fail(field, 'is %r' % (value,), 'a finite number')
     elif isinstance(value, Mapping):
         for key, item in value.items():
@@ -240,15 +244,19 @@ def validate_spec(spec, table, build=None):
     env = env_items(spec.get('env'), 'env')
     if 'CUDA_VISIBLE_DEVICES' in env:
         fail('env.CUDA_VISIBLE_DEVICES', 'is set by the plan (GPUs by UUID)', 'any other variable')
+    tps, workload = _spec_tp(spec.get('tp')), spec_workload(spec.get('workload'))
+    concurrency, repeats = spec_concurrency(spec.get('concurrency')), spec_repeats(spec.get('repeats'))
     return {
         'campaign': spec['campaign'],
         'model': model, 'draft': draft, 'draft_sweep': sweep,
         'mem_fraction': mem_fraction, 'min_kv_headroom_gib': headroom,
         'methods': methods,
-        'tp': _spec_tp(spec.get('tp')),
-        'workload': spec_workload(spec.get('workload')),
-        'concurrency': spec_concurrency(spec.get('concurrency')),
-        'repeats': spec_repeats(spec.get('repeats')),
+        'tp': tps,
+        'workload': workload,
+        'concurrency': concurrency,
+        'repeats': repeats,
+        # the open-loop rates, the SLOs, the capacity search and the crossover's concurrencies (load.spec_load)
+        'load': spec_load(spec, concurrency, repeats),
         'extra_args': extra_args,
         'env': env,
         'parallel': _spec_parallel(spec.get('parallel', False)),

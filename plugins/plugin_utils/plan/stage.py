@@ -12,6 +12,7 @@ import fnmatch
 
 from ansible_collections.specdec.bench.plugins.module_utils._process import RESTORED_SERVICE
 from .capacity import stage_fit
+from .load import stage_load
 from .common import STEP_PARAM, STEP_SHORT
 from .methods import METRICS_FLAG
 
@@ -132,6 +133,8 @@ def make_stage(plan, table, tp, indices, why_not, host, method, params, port, st
         'workload': copy.deepcopy(plan['workload']),
         'concurrency': list(plan['concurrency']),
         'repeats': plan['repeats'],
+        # the open-loop rates, SLOs, capacity search and crossover concurrencies its server also runs (load.stage_load)
+        'load': stage_load(plan['load'], plan['concurrency']),
         'sglang_build': dict(plan['sglang_build']),
         # SGLang's /metrics (--enable-metrics in argv), which bench_run scrapes around each measured run; why not when off
         'enable_metrics': plan['enable_metrics'],

@@ -146,6 +146,8 @@ class Waves:
             unit='%s%s-%s.service' % (UNIT_PREFIX, stage['campaign'], stage_id),
             description=stage['description'].replace(' %s: ' % original['id'], ' %s: ' % stage_id, 1) + ', alone',
             concurrency=list(original['concurrency'][:1]),
+            # only the grid's first run: no open-loop run, search or crossover point (the SLOs still judge it)
+            load=dict(stage['load'], request_rates=[], search=None, crossover_concurrency=[]),
             wave=self.count + 1,
             wave_stages=[stage_id],
             alone='measures interference: re-runs %s alone' % original['id'],

@@ -3,23 +3,23 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 """The spec's workload (prompt sets, sampling, the random set's sizes), concurrency and repeats, checked, with their
-defaults filled: what every stage's harness sends."""
+defaults filled: what every stage's harness sends (its request rate, burstiness and cap: the load module's)."""
 
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
 from ansible_collections.specdec.bench.plugins.module_utils._common import temperature_tag
 from ansible_collections.specdec.bench.plugins.plugin_utils import datasets as prompt_sets
 from .common import ENV_NAME_RE, POSITIVE_INT, check_keys, fail, is_int, is_number, is_positive_int
+from .load import spec_request_rate
 
 # the random set's sizes: required unless workload.datasets names no random set (or gives them on its entry)
 WORKLOAD_RANDOM = ('input_len', 'output_len', 'num_prompts')
 WORKLOAD_OPTIONAL = ('seed', 'request_rate', 'warmup_requests', 'datasets', 'temperature', 'top_p', 'top_k',
-                     'stop_at_eos', 'chat_template_kwargs')
+                     'stop_at_eos', 'chat_template_kwargs', 'burstiness', 'max_concurrency')
 DEFAULT_TEMPERATURE = 0.0
 DEFAULT_TOP_P = 1.0
 DEFAULT_TOP_K = -1
@@ -99,9 +99,8 @@ def spec_workload(workload):
     for key in ('seed', 'warmup_requests'):
         if key in workload and (not is_int(workload[key]) or workload[key] < 0):
             fail('workload.%s' % key, 'is %r' % (workload[key],), 'an integer >= 0')
-    rate = workload.get('request_rate', 'inf')
-    if rate != 'inf' and (not is_number(rate) or rate <= 0):
-        fail('workload.request_rate', 'is %r' % (rate,), 'a positive number of requests per second, or "inf"')
+    # a list is a sweep: the grid runs closed-loop, each finite rate one open-loop run (the stage's load, load.spec_load)
+    rate, _open_loop = spec_request_rate(workload.get('request_rate', 'inf'))
     top_p = workload.get('top_p', DEFAULT_TOP_P)
     if not is_number(top_p) or not 0 < top_p <= 1:
         fail('workload.top_p', 'is %r' % (top_p,), 'a number in (0, 1] (1: no nucleus cut, the default)')
@@ -113,8 +112,8 @@ def spec_workload(workload):
         fail('workload.stop_at_eos', 'is %r' % (stop_at_eos,), 'true (the default: generation ends at EOS) or false')
     result = dict((key, workload[key]) for key in WORKLOAD_RANDOM + ('seed', 'request_rate', 'warmup_requests')
                   if key in workload)
-    if 'request_rate' in result and rate != 'inf' and math.isinf(rate):
-        result['request_rate'] = 'inf'  # YAML's .inf: one spelling in the stages and the results
+    if 'request_rate' in result:
+        result['request_rate'] = rate  # YAML's .inf is 'inf': one spelling in the stages and the results
     result.update(
         datasets=_datasets(workload),
         temperature=_temperatures(workload.get('temperature', [DEFAULT_TEMPERATURE])),

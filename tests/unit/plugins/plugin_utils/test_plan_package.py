@@ -30,7 +30,7 @@ def _controller_mode(monkeypatch):
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
 PACKAGE = os.path.join(REPO, 'plugins', 'plugin_utils', 'plan')
 MAX_LINES = 500
-MODULES = ['__init__.py', 'capacity.py', 'checkpoints.py', 'common.py', 'methods.py', 'placement.py', 'spec.py', 'stage.py',
+MODULES = ['__init__.py', 'capacity.py', 'checkpoints.py', 'common.py', 'load.py', 'methods.py', 'placement.py', 'spec.py', 'stage.py',
            'waves.py', 'workload.py']
 FACTS = {'nvidia_gpus': [{'index': i, 'uuid': 'GPU-%d' % i, 'memory_total_mib': 40960, 'processes': []} for i in range(2)],
          'specdec_host': {'listening_ports': []}}
