@@ -7,7 +7,7 @@
 Private to the specdec.bench collection; standard library only, so modules can ship it to a bare Python 3.9 host.
 - ID_PATTERN: campaign, stage, TP, run and process names (they become folder and unit names).
 - RESULTS_LAYOUT: the file names of a campaign's results folder; bench_stage writes them, collect and report read them.
-- temperature_tag: a sampling temperature as it appears in a result's file name.
+- temperature_tag: a sampling temperature as it appears in a result's file name; rate_tag the same for a request rate.
 - atomic_write: write-and-rename, so a reader sees the old or the new content and never a part.
 - finite: a number as float, or None for what strict JSON cannot hold.
 - file_sha256: a file's sha256, read in blocks.
@@ -49,6 +49,15 @@ RESULTS_LAYOUT = {
     # where PID 1 is not systemd: the supervisor's definition of the server, as it ran
     'service': 'service.json',
     'journal': 'journal.txt',
+    # the load family (issue 32): open-loop runs at a request rate and the extra closed-loop concurrencies, named with
+    # the rate ({rate}: rate_tag) so the grid's result-...-c{concurrency}-r{repeat}.json names never match them
+    'load_result': 'result-{dataset}-t{temperature}-c{concurrency}-q{rate}-r{repeat}.json',
+    'load_raw': 'raw-{dataset}-t{temperature}-c{concurrency}-q{rate}-r{repeat}.jsonl',
+    'load_telemetry': 'telemetry-{dataset}-t{temperature}-c{concurrency}-q{rate}-r{repeat}.csv',
+    # a load run's seeded arrival schedule: a JSON list of seconds from the run's start, one per conversation
+    'arrivals': 'arrivals-{dataset}-t{temperature}-c{concurrency}-q{rate}.json',
+    # a capacity search's points and capacity ({kind}: concurrency or request_rate)
+    'search': 'search-{dataset}-t{temperature}-{kind}.json',
 }
 
 # The names of a run's files before repeats (0.5): a reader takes such a file as repeat 1 of its run.
@@ -76,6 +85,15 @@ def is_id(value, max_len=ID_MAX_LEN):
 def temperature_tag(temperature):
     """A temperature as file names write it: '%g' (0 -> '0', 0.7 -> '0.7', 1.0 -> '1')."""
     return '%g' % float(temperature)
+
+
+def rate_tag(rate):
+    """A request rate as file names write it: 'inf' for an infinite or unset rate (None, 'inf', float('inf')), else
+    '%g' (2.0 -> '2', 0.5 -> '0.5')."""
+    if rate is None or (isinstance(rate, str) and rate.strip().lower() in ('inf', '+inf', 'infinity')):
+        return 'inf'
+    rate = float(rate)
+    return 'inf' if math.isinf(rate) else '%g' % rate
 
 
 def results_file(name, **fields):
