@@ -27,6 +27,7 @@ DATASET_KEYS = ('name', 'kind', 'source', 'source_sha256', 'normalized_sha256', 
 # What status.json lists of the sets the stage ran: the prepared entries without controller paths and notes.
 NOT_RECORDED = ('prompts_path', 'notes')
 INFINITE = 'inf'
+DEFAULT_BURSTINESS = 1.0
 # the capacity searches of a stage, in the order they run (the plan's load.search keys)
 SEARCH_KINDS = ('concurrency', 'request_rate')
 RANDOM = {'name': 'random', 'kind': 'random', 'num_prompts': None, 'input_len': None, 'output_len': None}
@@ -96,10 +97,11 @@ def _run(stage, settings, dataset, temperature, concurrency):
     for key in ('request_timeout', 'request_deadline', 'run_deadline'):
         if settings.get(key) is not None:
             run[key] = settings[key]
-    load = stage.get('load')
-    if load and run['request_rate'] != INFINITE:
-        # a scalar finite workload.request_rate: the grid's arrivals are gamma with the spec's burstiness
-        run['burstiness'] = float(load['burstiness'])
+    burstiness = (stage.get('load') or {}).get('burstiness', DEFAULT_BURSTINESS)
+    if run['request_rate'] != INFINITE and burstiness != DEFAULT_BURSTINESS:
+        # a scalar finite workload.request_rate: the grid's arrivals are gamma with the spec's burstiness (bench_run's
+        # default, 1.0, is Poisson: left out, a grid run is today's)
+        run['burstiness'] = float(burstiness)
     return run
 
 

@@ -125,7 +125,9 @@ def _search_range(entry, field, integer, defaults):
     check_keys(entry, field, RANGE_KEYS)
     values = dict(defaults, **entry)
     for key in ('min', 'max'):
-        value = values.get(key)
+        if key not in values:
+            fail('%s.%s' % (field, key), 'is missing', 'a positive number of requests per second (required)')
+        value = values[key]
         if integer and not is_positive_int(value):
             fail('%s.%s' % (field, key), 'is %r' % (value,), POSITIVE_INT)
         if not integer and (not is_number(value) or value <= 0):

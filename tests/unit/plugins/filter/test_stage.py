@@ -1,15 +1,21 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, specdec.bench developers
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""What one stage_run call of a stage gets (its harness runs, status base, files), and how the campaign groups waves."""
+"""What one stage_run call of a stage gets (its harness runs, its load family and capacity searches, status base,
+files), and how the campaign groups waves."""
 
 from __future__ import annotations
+
+import copy
+import inspect
 
 import pytest
 
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.specdec.bench.plugins.filter.stage import campaign_waves, stage_run_args, stage_wave_line
+from ansible_collections.specdec.bench.plugins.module_utils._stage.builtin_harness import arrival_times
+from ansible_collections.specdec.bench.plugins.plugin_utils.plan import campaign_plan
 
 SETTINGS = {'results_root': '/root/bench_results', 'campaign': 'c1', 'keep': ['result-*.json']}
 STAGE = {'id': 'tp1-dflash-n16', 'unit': 'specdec-c1-tp1-dflash-n16.service', 'port': 31001, 'gpus': ['GPU-1'],
@@ -107,3 +113,110 @@ def test_the_wave_line_names_each_stage_and_its_gpus_or_why_it_runs_alone():
     assert stage_wave_line(alone) == 't (GPU 0,1,2,3,4,5,6,7) alone: stops ddtree-qwen.service'
     with pytest.raises(AnsibleFilterError):
         stage_wave_line([])
+
+
+# --- the load family and the capacity searches ---------------------------------------------------------------------
+
+LOAD = {'request_rates': [2.0, 8.0], 'burstiness': 0.5, 'max_concurrency': 16,
+        'slo': {'ttft_ms': {'p': 95.0, 'max': 2000.0}, 'tpot_ms': {'p': 90.0, 'max': 60.0}},
+        'search': {'concurrency': {'min': 1, 'max': 16, 'resolution': 1}, 'request_rate': {'min': 0.5, 'max': 32.0, 'resolution': 0.1},
+                   'max_runs': 24, 'max_seconds': 600.0},
+        'crossover_concurrency': [2, 8]}
+# what a stage of the plan names of itself in a run; everything else is the spec's
+STAGE_KEYS = ('stage', 'base_url', 'output_dir', 'gpus', 'metrics')
+
+
+def test_a_stage_planned_without_load_or_with_none_has_no_load_run_and_no_search():
+    args = stage_run_args(STAGE, SETTINGS)
+    assert args['load_runs'] == [] and args['searches'] == []
+    quiet = dict(LOAD, request_rates=[], search=None, crossover_concurrency=[])
+    args = stage_run_args(dict(STAGE, load=quiet), SETTINGS)
+    assert args['load_runs'] == [] and args['searches'] == []
+    assert args['runs'] == stage_run_args(STAGE, SETTINGS)['runs']  # the grid is today's
+
+
+def test_the_load_runs_follow_the_grid_per_dataset_and_temperature_rates_then_crossover():
+    args = stage_run_args(dict(STAGE, load=LOAD), dict(SETTINGS, datasets=[GSM8K]))
+    runs, grid = args['load_runs'], args['runs']
+    assert [(run['temperature'], run['concurrency'], run['request_rate']) for run in runs] == [
+        (0.0, 16, 2.0), (0.0, 16, 8.0), (0.0, 2, 'inf'), (0.0, 8, 'inf'),
+        (0.6, 16, 2.0), (0.6, 16, 8.0), (0.6, 2, 'inf'), (0.6, 8, 'inf')]
+    assert all(run['name_rate'] is True for run in runs)
+    assert [run.get('burstiness') for run in runs[:4]] == [0.5, 0.5, None, None]  # arrivals only where the rate is finite
+    # every other field that shapes the requests is the grid run's of the same dataset and temperature
+    shaping = set(grid[0]) - {'concurrency', 'request_rate'}
+    for run in runs:
+        same_cell = next(cell for cell in grid if cell['temperature'] == run['temperature'])
+        assert dict((key, run[key]) for key in shaping) == dict((key, same_cell[key]) for key in shaping)
+        assert set(run) - set(same_cell) <= {'name_rate', 'burstiness'}
+    assert all('name_rate' not in run and 'burstiness' not in run for run in grid)
+
+
+def test_the_searches_follow_the_load_runs_concurrency_then_rate_with_the_plans_slo_and_budget():
+    searches = stage_run_args(dict(STAGE, load=LOAD), SETTINGS)['searches']
+    assert [(search['kind'], search['base']['temperature']) for search in searches] == [
+        ('concurrency', 0.0), ('request_rate', 0.0), ('concurrency', 0.6), ('request_rate', 0.6)]
+    by_concurrency, by_rate = searches[:2]
+    assert (by_concurrency['min'], by_concurrency['max'], by_concurrency['resolution']) == (1, 16, 1)
+    assert (by_rate['min'], by_rate['max'], by_rate['resolution']) == (0.5, 32.0, 0.1)
+    for search in searches:
+        assert search['slo'] == LOAD['slo'] and search['slo'] is not LOAD['slo']
+        assert (search['max_runs'], search['max_seconds']) == (24, 600.0)
+        assert search['base']['name_rate'] is True and search['base']['output_dir'] == '/root/bench_results/c1/tp1-dflash-n16'
+    # a concurrency point is closed-loop; a rate point arrives at the rate, capped at max_concurrency, with the burstiness
+    assert (by_concurrency['base']['concurrency'], by_concurrency['base']['request_rate']) == (1, 'inf')
+    assert 'burstiness' not in by_concurrency['base']
+    assert (by_rate['base']['concurrency'], by_rate['base']['request_rate'], by_rate['base']['burstiness']) == (16, 0.5, 0.5)
+    only_rate = dict(LOAD, search=dict(LOAD['search'], concurrency=None))
+    assert [search['kind'] for search in stage_run_args(dict(STAGE, load=only_rate), SETTINGS)['searches']] == ['request_rate'] * 2
+
+
+def test_a_scalar_finite_rate_sends_its_burstiness_to_the_grid_only_when_not_poisson():
+    paced = dict(STAGE, workload=dict(STAGE['workload'], request_rate=4))
+    poisson = stage_run_args(dict(paced, load=dict(LOAD, burstiness=1.0)), SETTINGS)['runs']
+    assert all('burstiness' not in run and run['request_rate'] == 4 for run in poisson)
+    assert poisson == stage_run_args(paced, SETTINGS)['runs']
+    bursty = stage_run_args(dict(paced, load=LOAD), SETTINGS)['runs']
+    assert all(run['burstiness'] == 0.5 for run in bursty)
+
+
+def _arrivals(run):
+    """The run's seeded arrival schedule as the built-in harness computes it (with its burstiness where it takes one)."""
+    if 'burstiness' in inspect.signature(arrival_times).parameters:
+        return arrival_times(run['seed'], run['num_prompts'], run['request_rate'], burstiness=run.get('burstiness', 1.0))
+    return arrival_times(run['seed'], run['num_prompts'], run['request_rate'])
+
+
+def test_the_stages_of_a_host_get_the_same_load_runs_and_arrivals_a_paired_design():
+    facts = {'nvidia_gpus': [{'index': i, 'uuid': 'GPU-%d' % i, 'memory_total_mib': 97887, 'processes': []} for i in range(2)],
+             'specdec_host': {'listening_ports': []}}
+    spec = {'campaign': 'c1', 'model': {'path': '/models/Qwen3.6-27B', 'bytes': 55 * 10 ** 9}, 'draft': '/models/Qwen3.6-27B-DFlash',
+            'tp': [{'size': 1, 'pool': [0, 1]}], 'parallel': True, 'enable_metrics': True,
+            'methods': {'autoregressive': {}, 'ddtree': {'budget': [32], 'topk': [4]}},
+            'workload': {'input_len': 64, 'output_len': 32, 'num_prompts': 24, 'seed': 11, 'temperature': [0, 0.6],
+                         'request_rate': [4, 1.5, 'inf'], 'burstiness': 0.7},
+            'concurrency': [1, 4], 'crossover': {'concurrency': [2, 4, 8]},
+            'slo': {'ttft_ms': {'max': 500}}, 'search': {'request_rate': {'min': 1, 'max': 16}}}
+    autoregressive, ddtree = (stage for stage in campaign_plan(facts, spec, {'build': 'sglang-ddtree-pr29907'}) if not stage['alone'])
+    assert (autoregressive['method'], ddtree['method']) == ('autoregressive', 'ddtree')
+    assert autoregressive['gpus'] != ddtree['gpus'] and autoregressive['port'] != ddtree['port']
+    ar_args, dd_args = (stage_run_args(stage, SETTINGS, [autoregressive['id'], ddtree['id']]) for stage in (autoregressive, ddtree))
+    assert len(ar_args['load_runs']) == len(dd_args['load_runs']) == 2 * (2 + 2)  # 2 temperatures x (2 rates + c2, c8)
+
+    def shared(run):
+        return dict((key, value) for key, value in run.items() if key not in STAGE_KEYS)
+    assert [shared(run) for run in ar_args['load_runs']] == [shared(run) for run in dd_args['load_runs']]
+    for ar_run, dd_run in zip(ar_args['load_runs'], dd_args['load_runs']):
+        assert (ar_run['stage'], dd_run['stage']) == (autoregressive['id'], ddtree['id'])
+        assert _arrivals(ar_run) == _arrivals(dd_run)
+    open_loop = [run for run in ar_args['load_runs'] if run['request_rate'] != 'inf']
+    assert [(run['request_rate'], run['burstiness'], run['seed'], run['num_prompts']) for run in open_loop] == [
+        (1.5, 0.7, 11, 24), (4.0, 0.7, 11, 24)] * 2
+    assert len(set(_arrivals(open_loop[0]))) == 24  # a real schedule (not all at once) that both stages share
+    ar_searches, dd_searches = ar_args['searches'], dd_args['searches']
+    assert [dict(search, base=shared(search['base'])) for search in ar_searches] == [
+        dict(search, base=shared(search['base'])) for search in dd_searches]
+    assert _arrivals(ar_searches[0]['base']) == _arrivals(dd_searches[0]['base'])
+    # the spec stays the same object to plan again: the same plan, the same runs
+    again = campaign_plan(facts, copy.deepcopy(spec), {'build': 'sglang-ddtree-pr29907'})
+    assert stage_run_args(again[0], SETTINGS, [autoregressive['id'], ddtree['id']]) == ar_args
