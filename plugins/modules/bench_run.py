@@ -142,6 +142,35 @@ options:
         frees up, whichever is later. The SGLang client gets it as C(--request-rate).
       - Unset (or V(inf)) sends every request as soon as a concurrency slot is free.
     type: float
+  burstiness:
+    description:
+      - The gamma shape of the arrival gaps at a finite O(request_rate) (vLLM's C(--burstiness), its
+        C(benchmark_serving) C(get_request)); the gaps are gamma distributed with shape O(burstiness) and scale
+        1 / (rate * O(burstiness)), so the mean gap stays 1 / rate and their coefficient of variation is
+        1 / sqrt(O(burstiness)). V(1.0) is the Poisson process (the same seeded times as before this option);
+        below 1 burstier, above 1 steadier. A positive number; ignored at an infinite rate.
+      - The two harnesses' schedules differ. The builtin harness draws its gaps from Python's C(random) seeded with
+        O(seed) (so the schedule is the same on every stage of a host, and with O(name_rate) it is written to the
+        run's arrivals file); a request starts at its arrival or when one of O(concurrency) slots frees up. SGLang's
+        client (C(sglang.benchmark.serving), and the older C(sglang.bench_serving)) has no C(--burstiness); it
+        always draws Poisson gaps from its own numpy generator (its C(--seed)), so its times are not the builtin
+        harness's and are not written; O(harness=sglang) with a O(burstiness) other than V(1.0) at a finite rate is
+        refused.
+    type: float
+    default: 1.0
+  name_rate:
+    description:
+      - Name the run's files with its request rate, the load family of RESULTS_LAYOUT
+        (C(result-<dataset>-t<temperature>-c<concurrency>-q<rate>-r<repeat>.json), its raw, telemetry and
+        C(/metrics) files alike; C(<rate>) is V(inf) for an infinite rate, else the rate as C(%g)), so a load run
+        (an open-loop rate, a crossover concurrency, a point of a capacity search) never takes the place of a grid
+        run's files.
+      - With the builtin harness the run also writes its arrival schedule to
+        C(arrivals-<dataset>-t<temperature>-c<concurrency>-q<rate>.json) (a JSON list of seconds from the run's
+        start, one per conversation, rounded to 6 digits; the same bytes for the same O(seed), count, rate and
+        O(burstiness)).
+    type: bool
+    default: false
   flush_cache:
     description:
       - C(POST /flush_cache) after the warm-up, so the server's prefix cache and its cumulative acceptance length
@@ -366,6 +395,11 @@ result:
       sample: 256
     request_rate:
       description: O(request_rate); null for an infinite rate.
+      type: float
+      returned: always
+      sample: null
+    burstiness:
+      description: O(burstiness) at a finite O(request_rate); null for an infinite rate.
       type: float
       returned: always
       sample: null
@@ -781,6 +815,11 @@ result_file:
   returned: unless in check mode
   type: str
   sample: /root/bench_results/ct200-main/tp1-dflash/result-random-t0-c4-r1.json
+arrivals_file:
+  description: With O(name_rate) and the builtin harness, the run's arrivals file (see O(name_rate)).
+  returned: when O(name_rate) is set and O(harness=builtin), unless in check mode
+  type: str
+  sample: /root/bench_results/ct200-main/tp1-dflash/arrivals-gsm8k-t0-c64-q2.json
 elapsed_s:
   description: Wall seconds of the whole module on the host, warm-up and cache flushes included (RV(result.duration_s) is one measured run only).
   returned: unless in check mode or the options are invalid

@@ -14,12 +14,13 @@ import json
 import os
 import time
 
-from ansible_collections.specdec.bench.plugins.module_utils._common import ID_PATTERN, is_id
+from ansible_collections.specdec.bench.plugins.module_utils._common import ID_PATTERN, atomic_write, finite, is_id
 from .builtin_driver import run_builtin
 from .errors import StageError
-from .builtin_harness import read_prompts
+from .builtin_harness import arrival_times, arrivals_text, read_prompts
 from .harness import RESULT_KEYS, SCHEMA_VERSION, cell_summary
 from .harness_run import (
+    arrivals_path,
     dataset_name,
     prompts_shape,
     IDLE_S,
@@ -51,6 +52,8 @@ ARGUMENT_SPEC = dict(
     seed=dict(type='int', default=1),
     warmup_requests=dict(type='int', default=1),
     request_rate=dict(type='float'),
+    burstiness=dict(type='float', default=1.0),
+    name_rate=dict(type='bool', default=False),
     flush_cache=dict(type='bool', default=True),
     output_dir=dict(type='path', required=True),
     stage=dict(type='str'),
@@ -103,6 +106,22 @@ def call_timings(params, runs, first_raw):
     }
 
 
+def num_prompts_of(params, records=None):
+    """The conversations a run schedules: the prompts file's records, else num_prompts."""
+    return len(records) if records is not None else params['num_prompts']
+
+
+def write_arrivals(params, count):
+    """The builtin harness's arrival schedule of the run (arrival_times: seed, count, rate, burstiness) written to its
+    arrivals file (RESULTS_LAYOUT's 'arrivals', builtin_harness.arrivals_text), unless it already holds it. Returns
+    the file's path."""
+    path = arrivals_path(params['output_dir'], dataset_name(params), params['temperature'], params['concurrency'],
+                         params['request_rate'])
+    times = arrival_times(params['seed'], count, params['request_rate'], params['burstiness'])
+    atomic_write(path, arrivals_text(times) + '\n', unchanged_ok=True)
+    return path
+
+
 def bench_run(module, params):
     """The cell measured: the module's result; StageError on bad options or a run that did not complete (its evidence:
     the result's other keys, the summary and the rows included)."""
@@ -133,6 +152,13 @@ def bench_run(module, params):
     rate = params['request_rate']
     if rate is not None and not rate > 0:
         raise StageError('request_rate must be a positive number of requests per second or inf, got %s' % rate)
+    if not 0 < params['burstiness'] < float('inf'):
+        raise StageError('burstiness must be a positive number (the gamma shape of the arrivals, 1.0 Poisson), got %s'
+                         % params['burstiness'])
+    if params['harness'] == 'sglang' and params['burstiness'] != 1.0 and finite(rate) is not None:
+        raise StageError('burstiness %g needs harness builtin: SGLang\'s benchmark client (sglang.benchmark.serving, '
+                         'sglang.bench_serving) has no --burstiness option and always draws Poisson arrivals; '
+                         'use harness builtin or burstiness 1.0' % params['burstiness'])
     if not params['base_url'].startswith(('http://', 'https://')):
         raise StageError('base_url must be an http:// or https:// URL, got %s' % params['base_url'])
     if module.check_mode:
@@ -148,10 +174,12 @@ def bench_run(module, params):
         shape = prompts_shape(records, params['max_new_tokens'])
     if not os.path.isdir(params['output_dir']):
         os.makedirs(params['output_dir'])
-    files = dict((repeat, run_files(params['output_dir'], dataset_name(params), params['temperature'],
-                                    params['concurrency'], repeat)) for repeat in range(1, params['repeats'] + 1))
     limits = run_limits(params, shape)
     extra = {'limits': limits}
+    files = dict((repeat, run_files(params['output_dir'], dataset_name(params), params['temperature'], params['concurrency'],
+                                    repeat, rate=rate, load=params['name_rate'])) for repeat in range(1, params['repeats'] + 1))
+    if params['name_rate'] and params['harness'] == 'builtin':
+        extra['arrivals_file'] = write_arrivals(params, num_prompts_of(params, records))
     num_prompts = None if records is None else len(records)
     if params['harness'] == 'sglang':
         first = records is not None and any(len(record['segments']) > 1 for record in records)

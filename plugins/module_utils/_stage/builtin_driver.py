@@ -25,12 +25,11 @@ from .builtin_harness import (
     sampling_params,
     text_body,
 )
-from .harness import from_builtin, raw_file_name, result_row
+from .harness import from_builtin, result_row
 from .harness_run import (
     STOP_GRACE_S,
     EnergyMeter,
     MetricsScrape,
-    dataset_name,
     energy_none,
     telemetry_path,
     write_row,
@@ -134,10 +133,10 @@ def warm_up(base, params, limits, body, raw):
     return drive(run, raw, [], limits['request_deadline'])
 
 
-def metrics_path(params, raw_path, repeat):
-    """The /metrics scrapes' file of a repeat, beside its raw log."""
-    return os.path.join(os.path.dirname(raw_path), raw_file_name(
-        dataset_name(params), params['temperature'], params['concurrency'], suffix='metrics.json', repeat=repeat))
+def metrics_path(raw_path):
+    """The /metrics scrapes' file of a repeat, beside its raw log (raw-....metrics.json, harness.raw_file_name's
+    suffix; a load run's carries its rate as its raw log does)."""
+    return os.path.splitext(raw_path)[0] + '.metrics.json'
 
 
 def run_builtin(module, params, limits, runs, workload, records=None):
@@ -160,7 +159,7 @@ request to right after its last response, the series beside the result) and, wit
         row_workload = dict(workload, repeat=repeat)
         raw = RawLog(raw_path)
         meter = None
-        scrape = MetricsScrape(base, params.get('metrics', True), metrics_path(params, raw_path, repeat))
+        scrape = MetricsScrape(base, params.get('metrics', True), metrics_path(raw_path))
         try:
             write_row(result_path, progress_row(row_workload, [], raw_path))
             done = []
@@ -178,7 +177,8 @@ request to right after its last response, the series beside the result) and, wit
             scrape.before()
             meter = EnergyMeter(params, telemetry_path(result_path))
             meter.begin()
-            run = LoadRun(base, bodies, arrival_times(params['seed'], len(bodies), params['request_rate']),
+            run = LoadRun(base, bodies, arrival_times(params['seed'], len(bodies), params['request_rate'],
+                                                      params.get('burstiness', 1.0)),
                           params['concurrency'], limits['request_timeout'], request_deadline=limits['request_deadline'],
                           run_deadline=limits['run_deadline']).start()
             done = drive(run, raw, done, limits['run_deadline'],

@@ -12,9 +12,10 @@ by the workload_prepare action): {"id", "category", "segments": [str, ...], "tur
 /generate request whose text is segments[0] + answer_0 + ... + answer_{i-1} + segments[i], answer_j being the text
 the server generated for turn j; its turns run one after another in one concurrency slot.
 
-Scheduling: each prompt has an arrival time (all at 0 for an infinite rate, else a seeded Poisson process). A
-request is meant to start at its arrival or when a concurrency slot frees up, whichever is later; the record
-keeps that intended start beside the actual one, so the client's own lag shows in the results.
+Scheduling: each prompt has an arrival time (all at 0 for an infinite rate, else a seeded Poisson process, or
+seeded gamma gaps with a burstiness other than 1). A request is meant to start at its arrival or when a concurrency
+slot frees up, whichever is later; the record keeps that intended start beside the actual one, so the client's own
+lag shows in the results.
 
 Reading: the stream is read from the socket a read at a time (every chunk that read completed shares its arrival
 time, taken before anything is parsed), and each chunk only for its text and token count (lean_chunk), so the
@@ -68,18 +69,31 @@ def make_prompts(seed, count, input_len):
     return [[rng.randrange(TOKEN_ID_LOW, TOKEN_ID_HIGH) for _token in range(input_len)] for _prompt in range(count)]
 
 
-def arrival_times(seed, count, request_rate):
+def arrival_times(seed, count, request_rate, burstiness=1.0):
     """Seconds from the start at which each request arrives: all 0 when the rate is infinite or unset, else a
-    Poisson process of that rate (exponential gaps, seeded), the first at 0 as in SGLang's client."""
+    Poisson process of that rate (exponential gaps, seeded), the first at 0 as in SGLang's client. With burstiness
+    other than 1.0 the gaps are gamma distributed, shape = burstiness, scale = 1 / (rate * burstiness), so the mean
+    gap stays 1 / rate and their coefficient of variation is 1 / sqrt(burstiness) (vLLM benchmark_serving's
+    get_request and its --burstiness: below 1 burstier, above 1 steadier); the same seeded generator."""
     rate = finite(request_rate)
     if rate is None or rate <= 0:
         return [0.0] * count
     rng = random.Random('arrivals-%s' % seed)
+    shape = float(burstiness)
     times, now = [], 0.0
     for _request in range(count):
         times.append(now)
-        now += rng.expovariate(rate)
+        if shape == 1.0:
+            now += rng.expovariate(rate)  # exactly the Poisson schedule of every run before burstiness
+        else:
+            now += rng.gammavariate(shape, 1.0 / (rate * shape))
     return times
+
+
+def arrivals_text(times):
+    """A run's arrival schedule as its arrivals file holds it: a JSON list of seconds from the run's start, rounded to
+    6 digits (byte-identical for the same seed, count, rate and burstiness)."""
+    return json.dumps([round(float(value), 6) for value in times])
 
 
 def sampling_params(max_new_tokens, temperature=0.0, top_p=1.0, top_k=-1, ignore_eos=True):

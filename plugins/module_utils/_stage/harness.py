@@ -46,6 +46,8 @@ Statistics follow SGLang's benchmark client (sglang.benchmark.serving, 0.5.23) s
 - Server metrics (METRICS_KEYS): metrics_file, the basename of the raw file holding the server's /metrics text
   scraped right before and right after the measured run ({"before": {"t", "text"}, "after": {...}}); null when not
   scraped, metrics_note then says why.
+- Load: request_rate (null: infinite, every request at once, closed loop up to the concurrency) and burstiness, the
+  gamma shape of the arrivals at a finite rate (1.0 Poisson; null at an infinite rate).
 - mean is the arithmetic mean; median and p99 are percentiles by linear interpolation between the closest ranks
   (numpy's default, which SGLang's client uses): rank = (n - 1) * q / 100.
 """
@@ -88,7 +90,8 @@ ENERGY_KEYS = ('energy_j', 'avg_power_w', 'idle_power_w', 'output_tokens_per_j',
                'energy_backend', 'energy_samples', 'power_source', 'gpu_throttled', 'telemetry_file', 'energy_note')
 # Every key of a result row, in the order it is written.
 RESULT_KEYS = (
-    'schema_version', 'harness', 'stage', 'concurrency', 'num_prompts', 'input_len', 'output_len', 'request_rate', 'seed',
+    'schema_version', 'harness', 'stage', 'concurrency', 'num_prompts', 'input_len', 'output_len', 'request_rate',
+    'burstiness', 'seed',
 ) + REPEAT_KEYS + DATASET_KEYS + SAMPLING_KEYS + (
     'completed', 'failed', 'complete', 'requests', 'duration_s', 'total_input_tokens', 'total_output_tokens',
     'mean_output_len', 'output_throughput', 'request_throughput',
@@ -450,7 +453,7 @@ def from_sglang_client(text, num_prompts=None, concurrency=None, input_len=None,
 SUMMED_KEYS = ('completed', 'failed', 'requests', 'total_input_tokens', 'total_output_tokens')
 ANY_KEYS = ('accept_length_flag',)
 # What a summary takes from the first repeat that has it: the run's keys, which every repeat of a cell shares.
-SHARED_KEYS = ('harness', 'stage', 'concurrency', 'num_prompts', 'input_len', 'output_len', 'request_rate', 'seed',
+SHARED_KEYS = ('harness', 'stage', 'concurrency', 'num_prompts', 'input_len', 'output_len', 'request_rate', 'burstiness', 'seed',
                'repeats', 'warmup_requests', 'accept_length_source', 'energy_method', 'energy_backend', 'power_source',
                'energy_note', 'metrics_note') + DATASET_KEYS + SAMPLING_KEYS
 # The list-valued keys: of several repeats, the histogram is summed element-wise, the others averaged element-wise.

@@ -15,7 +15,7 @@ import json
 import os
 import time
 
-from ansible_collections.specdec.bench.plugins.module_utils._common import atomic_write, finite, results_file
+from ansible_collections.specdec.bench.plugins.module_utils._common import atomic_write, finite, rate_tag, results_file
 from .sglang_http import CONNECTION_ERRORS, HTTPStatusError, TooLarge, get_text
 from ansible_collections.specdec.bench.plugins.module_utils._telemetry import (
     SERIES_COLUMNS,
@@ -71,12 +71,21 @@ def dataset_name(params):
     return (params.get('dataset') or {}).get('name') or 'random'
 
 
-def run_files(output_dir, dataset, temperature, concurrency, repeat=1):
+def run_files(output_dir, dataset, temperature, concurrency, repeat=1, rate=None, load=False):
     """(result file, raw output, the SGLang client's console log) of one run (one repeat of a cell), as
-    RESULTS_LAYOUT names them."""
+    RESULTS_LAYOUT names them: a grid run's names, or with load (bench_run's name_rate) the load family's, which carry
+    the request rate (rate_tag: 'inf' for None)."""
     fields = dict(dataset=dataset, temperature=temperature, concurrency=concurrency, repeat=repeat)
-    raw = os.path.join(output_dir, results_file('raw', **fields))
-    return os.path.join(output_dir, results_file('result', **fields)), raw, os.path.splitext(raw)[0] + '.log'
+    if load:
+        fields['rate'] = rate_tag(rate)
+    raw = os.path.join(output_dir, results_file('load_raw' if load else 'raw', **fields))
+    return os.path.join(output_dir, results_file('load_result' if load else 'result', **fields)), raw, os.path.splitext(raw)[0] + '.log'
+
+
+def arrivals_path(output_dir, dataset, temperature, concurrency, rate=None):
+    """A load run's arrivals file (RESULTS_LAYOUT's 'arrivals')."""
+    return os.path.join(output_dir, results_file('arrivals', dataset=dataset, temperature=temperature,
+                                                 concurrency=concurrency, rate=rate_tag(rate)))
 
 
 def telemetry_path(result_path):
@@ -287,6 +296,12 @@ class MetricsScrape:
         return dict(metrics_file=None, metrics_note=self.note or 'not scraped: the run did not end')
 
 
+def run_burstiness(params):
+    """The row's burstiness: the gamma shape of the arrivals of a run at a finite rate; null at an infinite rate (no
+    arrivals drawn)."""
+    return float(params.get('burstiness') or 1.0) if finite(params['request_rate']) else None
+
+
 def workload(params, num_prompts=None, turns=None):
     """The row's workload, dataset and sampling keys; an infinite rate is null (strict JSON has no infinity).
     num_prompts: the records of a prompts file (else the option); turns: the turns run ('all' or 'first'; null for
@@ -296,7 +311,8 @@ def workload(params, num_prompts=None, turns=None):
     values = dict(concurrency=params['concurrency'],
                   num_prompts=params['num_prompts'] if num_prompts is None else num_prompts,
                   input_len=None if prompts else params['input_len'], output_len=None if prompts else params['output_len'],
-                  request_rate=finite(params['request_rate']), seed=params['seed'], stage=params['stage'],
+                  request_rate=finite(params['request_rate']), burstiness=run_burstiness(params), seed=params['seed'],
+                  stage=params['stage'],
                   dataset=dataset_name(params), turns=turns if prompts else None,
                   temperature=float(params.get('temperature') or 0.0), top_p=float(params.get('top_p', 1.0)),
                   top_k=int(params.get('top_k', -1)), ignore_eos=bool(params.get('ignore_eos', True)),
@@ -313,7 +329,8 @@ def workload(params, num_prompts=None, turns=None):
 # shapes the requests sent (the prompts, their sampling, the load) and which server and client measured them.
 # Not compared: repeats (a rerun with more repeats fills in), warmup_requests (discarded requests), the limits.
 REUSE_KEYS = ('harness', 'stage', 'dataset', 'prompts_sha256', 'turns', 'num_prompts', 'input_len', 'output_len',
-              'max_new_tokens', 'temperature', 'top_p', 'top_k', 'ignore_eos', 'seed', 'concurrency', 'request_rate')
+              'max_new_tokens', 'temperature', 'top_p', 'top_k', 'ignore_eos', 'seed', 'concurrency', 'request_rate',
+              'burstiness')
 
 
 def reusable_row(result_path, raw_path, expected, schema_version):
@@ -329,6 +346,8 @@ def reusable_row(result_path, raw_path, expected, schema_version):
         return None
     if row.get('repeat') != expected['repeat'] or not os.path.isfile(raw_path):
         return None
+    if 'burstiness' not in row:  # a row from before burstiness: its arrivals, if any, were Poisson
+        row = dict(row, burstiness=1.0 if row.get('request_rate') is not None else None)
     if any(row.get(key) != expected.get(key) for key in REUSE_KEYS):
         return None
     return row

@@ -48,13 +48,17 @@ def test_the_run_files_are_the_results_layouts():
 def test_the_workload_keys_hold_an_infinite_rate_as_null():
     params = dict(concurrency=2, num_prompts=8, input_len=16, output_len=4, request_rate=float('inf'), seed=3,
                   stage='tp1-x', harness='builtin', base_url='http://127.0.0.1:1')
-    assert workload(params) == dict(concurrency=2, num_prompts=8, input_len=16, output_len=4, request_rate=None, seed=3,
+    assert workload(params) == dict(concurrency=2, num_prompts=8, input_len=16, output_len=4, request_rate=None,
+                                    burstiness=None, seed=3,
                                     stage='tp1-x', dataset='random', dataset_kind='random', dataset_source=None,
                                     dataset_source_sha256=None, dataset_sha256=None, prompts_sha256=None,
                                     template_sha256=None, turns=None, temperature=0.0, top_p=1.0, top_k=-1,
                                     ignore_eos=True, max_new_tokens=4, repeats=1, warmup_requests=None)
     assert workload(dict(params, repeats=3, warmup_requests=2))['repeats'] == 3
     assert workload(dict(params, request_rate=2.5))['request_rate'] == 2.5
+    # burstiness: the arrivals' gamma shape at a finite rate only (1.0, Poisson, by default)
+    assert workload(dict(params, request_rate=2.5))['burstiness'] == 1.0
+    assert workload(dict(params, request_rate=2.5, burstiness=0.5))['burstiness'] == 0.5
 
 
 def test_the_workload_of_a_prompts_file_records_its_dataset_and_sampling():
@@ -64,7 +68,8 @@ def test_the_workload_of_a_prompts_file_records_its_dataset_and_sampling():
                   stage='tp1-x', prompts_file='/var/lib/specdec/datasets/c.jsonl', dataset=dataset, temperature=0.7,
                   top_p=0.95, top_k=20, ignore_eos=False, max_new_tokens=2048, repeats=3, warmup_requests=1)
     values = workload(params, num_prompts=12, turns='all')
-    assert values == dict(concurrency=2, num_prompts=12, input_len=None, output_len=None, request_rate=None, seed=1,
+    assert values == dict(concurrency=2, num_prompts=12, input_len=None, output_len=None, request_rate=None, burstiness=None,
+                          seed=1,
                           stage='tp1-x', dataset='gsm8k', dataset_kind='builtin', dataset_source=dataset['source'],
                           dataset_source_sha256='a' * 64, dataset_sha256='b' * 64, prompts_sha256='c' * 64,
                           template_sha256='d' * 64, turns='all', temperature=0.7, top_p=0.95, top_k=20,
