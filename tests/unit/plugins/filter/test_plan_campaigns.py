@@ -79,8 +79,8 @@ CAMPAIGN_SPECS = example_specs()
 
 def test_every_example_file_is_found():
     assert sorted(set((name, host) for name, host, _spec in CAMPAIGN_SPECS)) == [
-        ('a100box.yml', 'a100box'), ('ct200.yml', 'ct200'), ('evaluate-sim.yml', 'ct200'), ('sim.yml', 'a100box'),
-        ('sim.yml', 'ct200')]
+        ('a100box.yml', 'a100box'), ('ct200.yml', 'ct200'), ('evaluate-sim.yml', 'ct200'), ('sim-load.yml', 'ct200'),
+        ('sim.yml', 'a100box'), ('sim.yml', 'ct200')]
 
 
 def test_the_evaluation_example_measures_each_checkpoint_it_picks_and_the_baseline_once():
@@ -101,7 +101,8 @@ def test_every_example_plans_on_its_host_and_every_stage_carries_the_workload(na
     workload = stages[0]['workload']
     assert all(stage['workload'] == workload for stage in stages)
     assert workload['temperature'] == [0.0] and workload['stop_at_eos'] is True
-    assert workload['chat_template_kwargs'] == {'enable_thinking': False}  # Qwen3.x, measured with thinking off
+    if any(entry['kind'] != 'random' for entry in workload['datasets']):  # random prompts are token ids, no template
+        assert workload['chat_template_kwargs'] == {'enable_thinking': False}  # Qwen3.x, measured with thinking off
 
 
 @pytest.mark.parametrize('name', ['ct200.yml', 'a100box.yml'])
@@ -156,3 +157,13 @@ def test_the_demo_spec_bench_shows_math_code_and_translation():
 def test_the_lab_campaigns_and_the_demos_ct200_measure_three_repeats(name, host, repeats):
     (spec,) = [spec for file_name, spec_host, spec in CAMPAIGN_SPECS if (file_name, spec_host) == (name, host)]
     assert {stage['repeats'] for stage in stages_of(host, spec)} == {repeats}
+
+
+def test_the_load_example_gives_every_stage_the_same_rates_slo_and_search():
+    (spec,) = [spec for name, _host, spec in CAMPAIGN_SPECS if name == 'sim-load.yml']
+    stages = [stage for stage in stages_of('ct200', spec) if not stage['alone']]
+    load = stages[0]['load']
+    assert load['request_rates'] and load['slo'] and load['search'] and load['crossover_concurrency']
+    assert all(stage['load'] == load for stage in stages)  # a paired design: the same load on every stage
+    assert all(stage['workload']['request_rate'] == 'inf' for stage in stages)  # a rate list: the grid closed-loop
+    assert not set(load['crossover_concurrency']) & set(stages[0]['concurrency'])

@@ -131,7 +131,7 @@ def test_the_golden_files_are_written_when_asked():
 
 
 def test_every_campaign_file_has_a_golden_file_and_no_other():
-    assert FILES == ['a100box.yml', 'ct200.yml', 'evaluate-sim.yml', 'sim.yml']
+    assert FILES == ['a100box.yml', 'ct200.yml', 'evaluate-sim.yml', 'sim-load.yml', 'sim.yml']
     assert sorted(os.listdir(GOLDEN)) == sorted(name[:-len('.yml')] + '.json' for name in FILES)
 
 
