@@ -38,6 +38,13 @@ GPU_SPECS = (
     ("A10", 600.0, 125.0),
 )
 DEFAULT_GPU_SPEC = (1800.0, 400.0)
+# Efficiencies measured on the GPU itself, by the same substring; the others keep Hardware's defaults (0.8, 0.5).
+# H200: tests/fixtures/h200-verify-cost (one Qwen3-32B-shaped layer's seven GEMMs, torch 2.11, CUDA events): a
+# one-token step reads the 975 MB of a layer's weights in a median 0.335 ms (2.91 TB/s, 0.61 of 4.8 TB/s), and 8192
+# tokens take 11.48 ms (8.0 TFLOP at 696 TFLOP/s, 0.70 of 990); the verify-cost factor follows from the two.
+GPU_EFFICIENCY = {
+    "H200": {"mem_efficiency": 0.61, "compute_efficiency": 0.70},
+}
 
 
 @dataclass(frozen=True)
@@ -83,6 +90,10 @@ def hardware_for(gpu_name: Optional[str], **overrides) -> Hardware:
             hbm, tflops = key_hbm, key_tflops
             break
     values = {"hbm_gbps": hbm, "peak_tflops": tflops}
+    for key, efficiency in GPU_EFFICIENCY.items():
+        if gpu_name and key.lower() in gpu_name.lower():
+            values.update(efficiency)
+            break
     values.update({k: v for k, v in overrides.items() if v is not None})
     return Hardware(**values)
 
@@ -175,16 +186,27 @@ def verify_tokens_per_request(wl: Workload) -> int:
     return max(1, int(wl.num_draft_tokens))
 
 
+def target_step_ms(hw: Hardware, wl: Workload, batch: int, tokens_per_request: int, context_tokens: float = 0.0) -> float:
+    """Wall time of the target model's forward over ``batch`` requests x ``tokens_per_request`` tokens (1: a decode
+    step; k: verifying k drafted tokens), reading the requests' KV cache (``context_tokens`` tokens), with the
+    all-reduce and the launch overhead: no draft. Its ratio to ``tokens_per_request=1`` at the same batch is the
+    verify-cost factor (tests/fixtures/h200-verify-cost measures it on an H200)."""
+    batch = max(1, int(batch))
+    tokens = batch * max(1, int(tokens_per_request))
+    kv_read = context_tokens * wl.kv_bytes_per_token
+    step = forward_ms(hw, wl.model_bytes, tokens, wl.tp, extra_read_bytes=kv_read) + comm_ms(hw, wl.tp, tokens)
+    return step + hw.launch_overhead_ms + (0.0 if wl.cuda_graph else hw.no_cuda_graph_overhead_ms)
+
+
 def decode_step_ms(hw: Hardware, wl: Workload, batch: int, context_tokens: float = 0.0) -> float:
-    """Wall time of one decode (or verify) step for ``batch`` running requests.
+    """Wall time of one decode (or verify) step for ``batch`` running requests: the target's forward over the
+    verified tokens (``target_step_ms``) plus, for a speculative method, the draft's forward and its bookkeeping.
 
     ``context_tokens`` is the sum of the running requests' lengths: their KV cache is read too.
     """
     batch = max(1, int(batch))
     tokens = batch * verify_tokens_per_request(wl)
-    kv_read = context_tokens * wl.kv_bytes_per_token
-    step = forward_ms(hw, wl.model_bytes, tokens, wl.tp, extra_read_bytes=kv_read) + comm_ms(hw, wl.tp, tokens)
-    step += hw.launch_overhead_ms + (0.0 if wl.cuda_graph else hw.no_cuda_graph_overhead_ms)
+    step = target_step_ms(hw, wl, batch, verify_tokens_per_request(wl), context_tokens)
     if wl.method != AUTOREGRESSIVE:
         draft_tokens = batch * max(1, int(wl.num_draft_tokens))
         step += forward_ms(hw, wl.draft_bytes, draft_tokens, wl.tp) + comm_ms(hw, wl.tp, draft_tokens)
