@@ -173,6 +173,18 @@ def stage_searches(stage, settings):
     return searches
 
 
+def _check_burstiness(stage, settings):
+    """Arrivals other than Poisson need the built-in harness: SGLang's benchmark client has no --burstiness (bench_run
+    refuses such a run; refused here before the stage's server starts)."""
+    load = stage.get('load') or {}
+    burstiness = load.get('burstiness', DEFAULT_BURSTINESS)
+    paced = load.get('request_rates') or (load.get('search') or {}).get('request_rate') or (
+        (stage.get('workload') or {}).get('request_rate', INFINITE) != INFINITE)
+    if settings['harness'] == 'sglang' and burstiness != DEFAULT_BURSTINESS and paced:
+        _fail('settings.harness (with workload.burstiness %g)' % burstiness, settings['harness'],
+              'builtin: SGLang\'s benchmark client draws Poisson arrivals only (burstiness 1.0)')
+
+
 def stage_run_args(stage, settings, wave=None):
     """The options of one specdec.bench.stage_run call for a stage of the plan (settings: the bench_stage role's, see
     SETTINGS; wave: the ids of the stages started with it, itself included)."""
@@ -197,6 +209,7 @@ def stage_run_args(stage, settings, wave=None):
         # each poll renews the leases: a lease shorter than two polls would stop healthy stages
         _fail('settings.lease_timeout (bench_stage_lease_timeout)', lease,
               '0 (off) or more than twice settings.poll (bench_stage_poll, %g s): each poll renews the leases' % poll)
+    _check_burstiness(stage, settings)
     wave = list(wave or [stage['id']])
     directory = stage_dir(stage, settings)
     datasets = settings.get('datasets') or [RANDOM]

@@ -180,6 +180,14 @@ def test_a_scalar_finite_rate_sends_its_burstiness_to_the_grid_only_when_not_poi
     assert all(run['burstiness'] == 0.5 for run in bursty)
 
 
+def test_arrivals_other_than_poisson_are_refused_with_the_sglang_client_before_the_stage_starts():
+    with pytest.raises(AnsibleFilterError, match=r'settings.harness \(with workload.burstiness 0.5\) is .sglang.; allowed: builtin'):
+        stage_run_args(dict(STAGE, load=LOAD), dict(SETTINGS, harness='sglang'))
+    closed = dict(LOAD, request_rates=[], search=dict(LOAD['search'], request_rate=None))
+    assert stage_run_args(dict(STAGE, load=closed), dict(SETTINGS, harness='sglang'))['load_runs']  # closed-loop only: taken
+    assert stage_run_args(dict(STAGE, load=dict(LOAD, burstiness=1.0)), dict(SETTINGS, harness='sglang'))['searches']
+
+
 def _arrivals(run):
     """The run's seeded arrival schedule as the built-in harness computes it (with its burstiness where it takes one)."""
     if 'burstiness' in inspect.signature(arrival_times).parameters:
