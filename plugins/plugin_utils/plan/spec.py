@@ -20,9 +20,9 @@ from ansible_collections.specdec.bench.plugins.module_utils._common import ID_PA
 from ansible_collections.specdec.bench.plugins.module_utils._systemd import normalize_unit_name
 from .capacity import DEFAULT_MEM_FRACTION, DEFAULT_MIN_KV_HEADROOM_GIB
 from .checkpoints import spec_draft
-from .load import spec_load
 from .common import (MODEL_KEYS, ONE_LINE, POSITIVE_INT, STEP_PARAM, check_id, check_keys, check_path, fail, is_int,
                      is_number, is_positive_int, one_line)
+from .load import spec_load
 from .methods import COMMON_FLAGS, METRICS_FLAG, arg_items, check_extra_args, env_items, flag_name, server_metrics
 from .workload import spec_concurrency, spec_repeats, spec_workload
 

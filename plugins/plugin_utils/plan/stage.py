@@ -12,8 +12,8 @@ import fnmatch
 
 from ansible_collections.specdec.bench.plugins.module_utils._process import RESTORED_SERVICE
 from .capacity import stage_fit
-from .load import stage_load
 from .common import STEP_PARAM, STEP_SHORT
+from .load import stage_load
 from .methods import METRICS_FLAG
 
 HOST = '127.0.0.1'
