@@ -15,13 +15,15 @@ Data (no text of the documents):
 - stats: the intervals (numpy and scipy, imported when used);
 - compare: a row against its baseline (speedup, energy ratio, noisy) and one campaign against another;
 - why: per run the acceptance in full, the papers' and Spec-Bench's speedups, the verify-cost factor, cache hits;
+- pays: with the load family (SLOs, load runs, capacity searches), per run the SLO attainment and goodput, the
+  capacity at SLO with its gain over AR, the crossover concurrency where the speedup falls to 1.0, the schedule;
 - time: where a host's wall time went; interference: the stages re-run alone against the stages they re-run;
   checkpoints: tau and speedup against the training step of a checkpoint sweep, the best checkpoint;
 - tables: the table builder both documents share (the per-setting groups, the papers' tables as cells and columns);
   figures: the plots as plain data.
-Renderers (all the text): text (the words both documents share), markdown, markdown_sections and markdown_why
-(report.md, compare-<c>.md), latex, latex_sections and latex_why (report.tex), csv (results.csv and the other CSV
-files, results.json, evaluation.json), plots (PNG, matplotlib).
+Renderers (all the text): text (the words both documents share), markdown, markdown_sections, markdown_why and
+markdown_pays (report.md, compare-<c>.md), latex, latex_sections and latex_why (report.tex), csv (results.csv and the
+other CSV files, results.json, evaluation.json, schedule.json), plots (PNG, matplotlib).
 Here: write_set, the only writer, which writes the files as a set and rewrites a file only when its content changed,
 so a second run with the same results changes nothing.
 """
@@ -35,10 +37,11 @@ import tempfile
 from ansible_collections.specdec.bench.plugins.module_utils._common import ID_MAX_LEN, ID_PATTERN, RESULTS_LAYOUT, atomic_write, is_id
 from .checkpoints import checkpoint_report, EVALUATION
 from .compare import compare_rows
-from .csv import all_rows, render_csv, render_evaluation, render_json
+from .csv import all_rows, render_csv, render_evaluation, render_json, render_schedule
 from .keys import BASELINE_METHOD, CATEGORY_KEYS, COMPARE_KEYS, DEFAULT_NOISY_CV, REPEAT_KEYS
 from .latex import render_latex
 from .markdown import render_comparison_markdown, render_markdown
+from .pays import CAPACITY_KEYS, CROSSOVER_KEYS, pays_report, SLO_KEYS
 from .plots import PLOT_CACHE, read_plot_cache, render_plot_cache, write_plots
 from .read import find_hosts, MEASURED, read_host
 from .rows import build_report
@@ -113,7 +116,8 @@ def generate(results_root, campaign, output_dir, layout=None, hosts=None, compar
     'plots_skipped': reason or None, 'lines': summary lines, 'skipped_files': [{'path', 'reason'}] of this campaign
     and of compare_to, paths relative to results_root, 'evaluation': the path of evaluation.json or None}. The files
     are written as a set (write_set). evaluation.json is written only when a row has a step (a checkpoint sweep); an
-    earlier one in output_dir is removed when none has.
+    earlier one in output_dir is removed when none has. results-slo.csv, capacity.csv, crossover.csv and schedule.json
+    are written only when the campaign has the load family and they have rows (pays.py).
 
     layout: the file names of the results folders, RESULTS_LAYOUT when None. noisy_cv: the coefficient of variation
     over the repeats above which a row is marked noisy.
@@ -135,6 +139,9 @@ def generate(results_root, campaign, output_dir, layout=None, hosts=None, compar
     checkpoints = checkpoint_report(report, host_data)
     if checkpoints is not None:  # a checkpoint sweep: results.json, report.md and report.tex show it
         report['checkpoints'] = checkpoints
+    pays = pays_report(report, host_data, baseline_method)
+    if pays is not None:  # the load family (SLOs, load runs, searches): results.json, report.md and its own files show it
+        report['pays'] = pays
     # Everything is made in memory first and written as a set at the end: a failure on the way writes nothing.
     outputs, files = {}, {}
 
@@ -159,6 +166,12 @@ def generate(results_root, campaign, output_dir, layout=None, hosts=None, compar
     write('results-categories.csv', render_csv(report['categories'], CATEGORY_KEYS))
     write('results-why.csv', render_csv(why_csv_rows(report), WHY_KEYS))
     write('results.json', render_json(report))
+    for name, key, columns in (('results-slo.csv', 'slo_rows', SLO_KEYS), ('capacity.csv', 'capacity', CAPACITY_KEYS),
+                               ('crossover.csv', 'crossover', CROSSOVER_KEYS)):
+        if (pays or {}).get(key):  # only with something to put in it: a campaign without the load family writes what it did
+            write(name, render_csv(pays[key], columns))
+    if (pays or {}).get('schedule'):
+        write('schedule.json', render_schedule(pays['schedule']))
     write('report.md', render_markdown(report, plot_files))
     write('report.tex', render_latex(report))
     evaluation = render_evaluation(report, _file_bytes(os.path.join(output_dir, EVALUATION)))

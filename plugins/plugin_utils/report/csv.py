@@ -3,7 +3,8 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 """The campaign report, renderer: the machine-readable files. results.csv, results-repeats.csv, results-categories.csv,
-results-why.csv and compare-<c>.csv (every cell through csv_cell: never a formula in a spreadsheet), results.json and evaluation.json.
+results-why.csv, results-slo.csv, capacity.csv, crossover.csv and compare-<c>.csv (every cell through csv_cell: never a
+formula in a spreadsheet), results.json, evaluation.json and schedule.json.
 """
 
 from __future__ import annotations
@@ -61,6 +62,12 @@ def render_json(report):
     doc = dict((key, value) for key, value in report.items() if key != 'control_rows')
     doc['rows'] = all_rows(report)
     return json.dumps(doc, indent=2, sort_keys=False, allow_nan=False) + '\n'
+
+
+def render_schedule(schedule):
+    """schedule.json: pays.schedule's list, per host, TP, dataset and temperature the bands of concurrency with each
+    one's best setting and its SGLang flags."""
+    return json.dumps(schedule, indent=2, allow_nan=False) + '\n'
 
 
 def render_evaluation(report, previous=None, generated=None):

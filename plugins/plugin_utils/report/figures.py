@@ -9,8 +9,10 @@ DDTree budget (each method's best settings when there are more than MAX_THROUGHP
 tokens per joule against concurrency. paper_figures follow tables.paper_rows: per host and TP, speedup and tau per
 dataset as grouped bars per method, and speedup against the DDTree budget with one line per dataset. figure_specs: a
 checkpoint sweep's tau and speedup against the drafter's training step per host, TP and dataset. why.why_figures:
-per host, TP, dataset and temperature with a budget sweep, both speedups, tau and the verify-cost factor. Whiskers are the 95%
-intervals over the repeats (none with one repeat).
+per host, TP, dataset and temperature with a budget sweep, both speedups, tau and the verify-cost factor. pays_figures
+(with the load family, pays.py), per host, TP, dataset and temperature: goodput and SLO attainment against the request
+rate per stage, the speedup against concurrency with its Fieller band and the crossover marked, and the Pareto front of
+median TPOT against output throughput per method. Whiskers are the 95% intervals over the repeats (none with one repeat).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import re
 from ansible_collections.specdec.bench.plugins.module_utils._common import temperature_tag
 from .checkpoints import figure_key as checkpoint_figure_key
 from .keys import BASELINE_METHOD, METHOD_NAMES
+from .pays import pareto_front
 from .read import MEASURED
 from .tables import figure_key, named_runs, paper_rows
 from .why import why_figures
@@ -117,7 +120,7 @@ def plot_figures(report):
                 runs.append((row['dataset'], row['temperature']))
         for run in runs:
             figures += _run_figures(report, host['host'], run, named, methods, baseline_label)
-    return figures + paper_figures(report) + figure_specs(report) + why_figures(report)
+    return figures + paper_figures(report) + figure_specs(report) + why_figures(report) + pays_figures(report)
 
 
 def _interval(cell, metric):
@@ -271,3 +274,50 @@ def figure_specs(report):
 
 def _safe(text):
     return ''.join(char if char.isascii() and (char.isalnum() or char in '._-') else '_' for char in str(text))
+
+
+def pays_figure_key(kind, host, tp, dataset, temperature):
+    """The key of a figure of "Where speculation pays" ('goodput', 'speedup' or 'pareto') in write_plots' {key: file name}."""
+    return ('pays', kind, host, tp, dataset, temperature)
+
+
+def _pays_name(kind, host, tp, dataset, temperature):
+    return '%s-%s.png' % (kind, '-'.join(_safe(part) for part in (host, 'tp%s' % tp, dataset, 't%s' % temperature_tag(temperature))))
+
+
+def pays_figures(report):
+    """The figures of "Where speculation pays" as plain data, [(file name, pays_figure_key, spec)], per host, TP, dataset
+    and temperature: goodput-vs-rate (request goodput and SLO attainment against the offered request rate, one line per
+    stage, the open-loop runs), speedup-vs-concurrency (one line per setting, its Fieller band, the crossover marked) and
+    pareto (median TPOT against output throughput, every run of each method, its Pareto front drawn)."""
+    pays = report.get('pays')
+    if not pays:
+        return []
+    figures, title = [], ' %s TP%s, %s at T=%g (campaign %s)'
+    goodput = {}
+    for row in pays['slo_rows']:
+        if row['kind'] == 'load' and row['request_rate'] != 'inf' and row['request_goodput'] is not None:
+            goodput.setdefault((row['host'], row['tp'], row['dataset'], row['temperature']), {}).setdefault(row['setting'], []).append(
+                (float(row['request_rate']), row['request_goodput'], row['slo_attainment']))
+    for key, lines in sorted(goodput.items(), key=lambda item: str(item[0])):
+        spec = {'kind': 'goodput_rate', 'lines': [(setting, sorted(points)) for setting, points in lines.items()],
+                'title': 'Goodput vs request rate,' + title % (key + (report['campaign'],))}
+        figures.append((_pays_name('goodput-vs-rate', *key), pays_figure_key('goodput', *key), spec))
+    speedup = {}
+    for row in pays['crossover']:
+        speedup.setdefault((row['host'], row['tp'], row['dataset'], row['temperature']), []).append(
+            (row['setting'], [(p['concurrency'], p['speedup'], p['ci_low'], p['ci_high']) for p in row['series']], row['concurrency']))
+    for key, lines in sorted(speedup.items(), key=lambda item: str(item[0])):
+        spec = {'kind': 'speedup_concurrency', 'lines': lines, 'baseline': pays['baseline'],
+                'x': sorted(set(point[0] for _s, points, _c in lines for point in points)),
+                'title': 'Speedup vs concurrency,' + title % (key + (report['campaign'],))}
+        figures.append((_pays_name('speedup-vs-concurrency', *key), pays_figure_key('speedup', *key), spec))
+    pareto = {}
+    for point in pays['pareto']:
+        pareto.setdefault((point['host'], point['tp'], point['dataset'], point['temperature']), {}).setdefault(
+            METHOD_NAMES.get(point['method'], point['method']), []).append((point['output_throughput'], point['median_tpot_ms']))
+    for key, methods in sorted(pareto.items(), key=lambda item: str(item[0])):
+        spec = {'kind': 'pareto', 'lines': [(method, sorted(points), pareto_front(points)) for method, points in methods.items()],
+                'title': 'Median TPOT vs throughput, front per method,' + title % (key + (report['campaign'],))}
+        figures.append((_pays_name('pareto', *key), pays_figure_key('pareto', *key), spec))
+    return figures

@@ -7,7 +7,8 @@
 Pure functions of the report that rows.build_report makes (and of compare.compare_rows' rows). Text from a host is
 escaped (markdown_sections.md_escape). A report whose every run is ('random', temperature 0) (no datasets in the
 spec, or a campaign from before them) reads as it always did; any other run adds the datasets section and names the
-dataset and temperature of each table. A checkpoint sweep adds the Checkpoints section. Each host's section ends with
+dataset and temperature of each table. A checkpoint sweep adds the Checkpoints section, the load family (SLOs, load
+runs, capacity searches) the section "Where speculation pays" (markdown_pays). Each host's section ends with
 where its time went. A setting measured while other stages were in flight on the host is marked § in the tables with
 one footnote per table, and a host with an interference stage gets the Interference section.
 """
@@ -18,6 +19,7 @@ from .keys import INVALID, METHOD_NAMES
 from .markdown_sections import (
     _fmt, _fmt_ci, _markdown_energy, _md_code, _tau, checkpoint_markdown, interference_markdown, md_escape,
     paper_markdown, time_markdown)
+from .markdown_pays import pays_markdown
 from .markdown_why import why_markdown
 from .read import MEASURED
 from .tables import _groups, _markers_used, _per_request, _repeated, named_runs, setting_table
@@ -103,6 +105,7 @@ def render_markdown(report, plots=None):
     lines += paper_markdown(report, plots)  # the papers' layout (tables), [] when there is nothing to show
     lines += checkpoint_markdown(report, plots)  # a checkpoint sweep (checkpoints), [] without one
     lines += why_markdown(report, plots)  # acceptance, the papers' speedup, verify cost, cache hits; [] without a measured row
+    lines += pays_markdown(report, plots)  # capacity at SLO, crossover, goodput, schedule; [] without the load family
     for host in report['hosts']:
         env = host['environment']
         lines += ['## Host %s' % _md_code(host['host']), '']

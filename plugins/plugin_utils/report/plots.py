@@ -246,15 +246,77 @@ def _draw_why_budget(spec):
     return _png(figure)
 
 
+def _draw_goodput_rate(spec):
+    """Two panels against the offered request rate, one line per stage: request goodput (the offered rate dotted: every
+    request good) and SLO attainment."""
+    figure, axes = _new_figure(2)
+    rates = sorted(set(point[0] for _setting, points in spec['lines'] for point in points))
+    for setting, points in spec['lines']:
+        axes[0].plot([point[0] for point in points], [point[1] for point in points], marker='o', label=setting)
+        axes[1].plot([point[0] for point in points], [point[2] * 100.0 if point[2] is not None else float('nan') for point in points],
+                     marker='o', label=setting)
+    if rates:
+        axes[0].plot(rates, rates, linestyle=':', linewidth=0.8, color='black', label='offered rate (all good)')
+    for axis, label in zip(axes, ('request goodput (good req/s)', 'SLO attainment (% of requests)')):
+        axis.set_xlabel('request rate (req/s, open loop)')
+        axis.set_ylabel(label)
+        axis.set_title(label, fontsize=9, y=1.0)
+        axis.grid(True, alpha=0.3)
+    axes[1].set_ylim(0.0, 105.0)
+    _figure_legend(figure, axes)
+    figure.suptitle(spec['title'], fontsize=10)
+    return _png(figure)
+
+
+def _draw_speedup_concurrency(spec):
+    """Speedup against concurrency (log 2), one line per setting, its Fieller band shaded where both ends are known,
+    the crossover (where it falls to 1.0) marked with an x on the 1.0 line."""
+    figure, axes = _new_figure(1)
+    axis = axes[0]
+    for number, (setting, points, crossing) in enumerate(spec['lines']):
+        color = 'C%d' % (number % 10)
+        axis.plot([math.log2(point[0]) for point in points], [point[1] for point in points], marker='o', color=color, label=setting)
+        band = [point for point in points if point[2] is not None and point[3] is not None]
+        if len(band) >= 2:
+            axis.fill_between([math.log2(point[0]) for point in band], [point[2] for point in band], [point[3] for point in band],
+                              color=color, alpha=0.15, linewidth=0)
+        if crossing is not None:
+            axis.plot([math.log2(crossing)], [1.0], marker='x', markersize=9, color=color, linestyle='none')
+    axis.axhline(1.0, linestyle=':', linewidth=0.8, color='black', label='%s (1.0x); x: crossover' % spec['baseline'])
+    _log2_axis(axis, spec['x'], 'concurrency (requests in flight)')
+    axis.set_ylabel('speedup over %s (output throughput)' % spec['baseline'])
+    axis.grid(True, alpha=0.3)
+    _figure_legend(figure, axes)
+    figure.suptitle(spec['title'], fontsize=9)
+    return _png(figure)
+
+
+def _draw_pareto(spec):
+    """Median TPOT against output throughput: every run of a method a dot, its Pareto front a line of the same colour."""
+    figure, axes = _new_figure(1)
+    axis = axes[0]
+    for number, (method, points, front) in enumerate(spec['lines']):
+        color = 'C%d' % (number % 10)
+        axis.scatter([point[0] for point in points], [point[1] for point in points], s=12, color=color, alpha=0.5)
+        axis.plot([point[0] for point in front], [point[1] for point in front], marker='o', color=color, label='%s front' % method)
+    axis.set_xlabel('output throughput (tok/s)')
+    axis.set_ylabel('median TPOT (ms)')
+    axis.grid(True, alpha=0.3)
+    _figure_legend(figure, axes)
+    figure.suptitle(spec['title'], fontsize=9)
+    return _png(figure)
+
+
 _PAPER_DRAW = {'per_dataset': _draw_per_dataset, 'budget_per_dataset': _draw_budget_per_dataset, 'energy': _draw_energy,
-               'checkpoints': _draw_checkpoints, 'why_budget': _draw_why_budget}
+               'checkpoints': _draw_checkpoints, 'why_budget': _draw_why_budget, 'goodput_rate': _draw_goodput_rate,
+               'speedup_concurrency': _draw_speedup_concurrency, 'pareto': _draw_pareto}
 
 
 def write_plots(report, output_dir, write, keep=None, cache=None):
     """Draw the plots; {(host, dataset, temperature, 'speedup'|'accept_length'|'throughput'|'energy'): file name}, plus
     {tables.figure_key(host, tp, 'per_dataset'|'speedup_vs_budget_per_dataset'): file name} and
     {checkpoints.figure_key(host, tp, dataset): file name}, {why.why_figure_key(host, tp, dataset, temperature): file
-    name}, and the new cache.
+    name}, {figures.pays_figure_key(kind, host, tp, dataset, temperature): file name}, and the new cache.
 
     write(name, data) stores a drawn file, keep(name) registers one left as it is. A figure whose input (and the drawing
     code's PLOT_STYLE) is what cache says it was when its file, still unchanged, was drawn is not drawn again: the same

@@ -20,6 +20,13 @@ file with a line that is not a request record is skipped like any other file.
 
 Stages run side by side: results from before the wave keys read as stages run alone (ran_beside, interference_of,
 stage_wave).
+
+The load family (a stage whose plan has `load`): each open-loop or extra closed-loop run's files name its request rate
+(LOAD_RESULT, `result-<dataset>-t<T>-c<N>-q<rate>-r<r>.json`, rate 'inf' for closed loop), a name the grid's pattern
+never matches, so the grid's rows are what they were; they are read into the stage's 'load' (and their raw records
+into 'load_raw' when the plan has an SLO), and each capacity search's file (SEARCH, `search-<dataset>-t<T>-<kind>.json`)
+into 'searches'. With an SLO the grid runs' raw records are read too ('slo_raw'): goodput counts the requests that met
+it (pays.py).
 """
 
 from __future__ import annotations
@@ -52,6 +59,13 @@ LEGACY_RESULT = 'result-c{concurrency}.json'
 
 # The result file name before repeats: such a file is repeat 1 of its run.
 PREVIOUS_RESULT = 'result-{dataset}-t{temperature}-c{concurrency}.json'
+
+
+# The load family's file names (module_utils/_common.py RESULTS_LAYOUT's load_result, load_raw and search; these are
+# the defaults when the layout has none).
+LOAD_RESULT = 'result-{dataset}-t{temperature}-c{concurrency}-q{rate}-r{repeat}.json'
+LOAD_RAW = 'raw-{dataset}-t{temperature}-c{concurrency}-q{rate}-r{repeat}.jsonl'
+SEARCH = 'search-{dataset}-t{temperature}-{kind}.json'
 
 
 # The raw file beside a result of each earlier layout.
@@ -120,7 +134,8 @@ class _Reader:
 
 # What each field of a result file name matches: a dataset is an id, a temperature as temperature_tag writes it.
 _NAME_FIELDS = {'dataset': '(?P<dataset>%s)' % ID_PATTERN, 'temperature': '(?P<temperature>[0-9][0-9.e+-]*)',
-                'concurrency': '(?P<concurrency>[0-9]+)', 'repeat': '(?P<repeat>[0-9]+)'}
+                'concurrency': '(?P<concurrency>[0-9]+)', 'repeat': '(?P<repeat>[0-9]+)',
+                'rate': '(?P<rate>inf|[0-9][0-9.e+-]*)', 'kind': '(?P<kind>concurrency|request_rate)'}
 
 
 def result_name_regex(pattern):
@@ -169,6 +184,48 @@ def find_runs(names, layout):
     return found
 
 
+def rate_value(tag):
+    """A request rate as a file name writes it ('inf', '2', '0.5') as a float (inf for closed loop); None when it is
+    no positive number."""
+    if tag == 'inf':
+        return float('inf')
+    value = finite(tag)
+    return value if value is not None and value > 0 else None
+
+
+def find_load_runs(names, layout):
+    """{(dataset, temperature, concurrency, rate): {repeat: (result file name, raw file name)}} of the load family's
+    result files among names (LOAD_RESULT: the rate in the name; rate inf for closed loop)."""
+    regex = result_name_regex(layout.get('load_result', LOAD_RESULT))
+    raw_pattern = layout.get('load_raw', LOAD_RAW)
+    found = {}
+    for name in sorted(names):
+        match = regex.match(name)
+        key = run_key(match) if match else None
+        rate = rate_value(match.group('rate')) if key is not None else None
+        if rate is None or int(match.group('repeat')) < 1:
+            continue
+        found.setdefault(key + (rate,), {})[int(match.group('repeat'))] = (name, raw_pattern.format(**match.groupdict()))
+    return found
+
+
+def find_searches(names, layout):
+    """[(dataset, temperature, kind, file name)] of the capacity searches' files among names (SEARCH), sorted."""
+    regex = result_name_regex(layout.get('search', SEARCH))
+    found = []
+    for name in sorted(names):
+        match = regex.match(name)
+        temperature = finite(match.group('temperature')) if match else None
+        if temperature is not None and temperature >= 0:
+            found.append((match.group('dataset'), temperature, match.group('kind'), name))
+    return found
+
+
+def slo_of(stage):
+    """The normalized SLO of a stage's plan (stage['load']['slo']); None without one."""
+    return (stage.get('load') or {}).get('slo') or None
+
+
 def find_results(names, layout):
     """{(dataset, temperature, concurrency): {repeat: result file name}} of the result files among names (find_runs)."""
     return {run: {repeat: files[0] for repeat, files in repeats.items()} for run, repeats in find_runs(names, layout).items()}
@@ -211,7 +268,10 @@ def read_host(results_root, host, campaign, layout=None):
     layout: the file names of the results folder, RESULTS_LAYOUT when None.
     Returns {'host', 'campaign', 'found', 'plan', 'timing' (the campaign's timing.json, time; None when absent),
     'stages': [{'stage': plan entry, 'status', 'results': {run: {repeat: result}}, 'raw': {run: {repeat: [record, ...]}},
-    'server_info', 'gpus', 'skipped': {'status': reason, 'results': {run: reason}}}], 'skipped_files': [{'path',
+    'server_info', 'gpus', 'skipped': {'status': reason, 'results': {run: reason}}, and for a stage with load files or
+    searches 'load': {(dataset, temperature, concurrency, rate): {repeat: result}}, 'load_raw' and 'slo_raw' (with an
+    SLO: the load and grid runs' records, {run: {repeat: [record, ...]}}), 'searches': [search document]}],
+    'skipped_files': [{'path',
     'reason'}]} in plan order, a run being (dataset,
     temperature, concurrency) and a repeat its number (1 for a file of an earlier layout); stage folders that the
     plan does not list follow, sorted. A stage's runs are those its plan names (planned_runs) and those it has result
@@ -269,6 +329,43 @@ def _read_runs(reader, stage_dir, layout, entry):
                 records = reader.read_records(os.path.join(stage_dir, raw))
                 if records is not None:
                     entry['raw'].setdefault(run, {})[repeat] = records
+    _read_load(reader, stage_dir, layout, entry, files)
+
+
+def _read_load(reader, stage_dir, layout, entry, grid):
+    """Fill a measured stage's load family (load, load_raw, slo_raw, searches) from its folder; a stage without load
+    files, searches or an SLO gets no key, so what the grid's report holds is what it was."""
+    names = os.listdir(stage_dir)
+    slo = slo_of(entry['stage'])
+    load = find_load_runs(names, layout)
+    searches = find_searches(names, layout)
+    if load:
+        entry['load'], entry['load_raw'] = {}, {}
+    for run in sorted(load):
+        results = entry['load'][run] = {}
+        for repeat in sorted(load[run]):
+            name, raw = load[run][repeat]
+            results[repeat] = reader.read(os.path.join(stage_dir, name), 'result')
+            if slo and results[repeat] is not None:
+                records = reader.read_records(os.path.join(stage_dir, raw))
+                if records is not None:
+                    entry['load_raw'].setdefault(run, {})[repeat] = records
+    if slo:
+        entry['slo_raw'] = {}
+        for run in sorted(grid):
+            for repeat in sorted(grid[run]):
+                name, raw = grid[run][repeat]
+                if raw and (entry['results'].get(run) or {}).get(repeat) is not None:
+                    records = (entry['raw'].get(run) or {}).get(repeat)
+                    records = records if records is not None else reader.read_records(os.path.join(stage_dir, raw))
+                    if records is not None:
+                        entry['slo_raw'].setdefault(run, {})[repeat] = records
+    if searches:
+        entry['searches'] = []
+        for _dataset, _temperature, _kind, name in searches:
+            doc = reader.read(os.path.join(stage_dir, name), 'search')
+            if doc is not None:
+                entry['searches'].append(dict(doc, file=name))
 
 
 def read_metrics(path):

@@ -4,9 +4,9 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """The campaign report, data: the schema of each collected file.
 
-One pure check per kind (check_plan, check_status, check_result, check_server_info, check_gpus, check_raw_record;
-the timing file's is time.check_timing) returns None or why the document is not of its kind; SCHEMAS maps the results
-layout's keys to them. A result's energy keys (RESULT_ENERGY: what bench_run's telemetry measured of the repeat) are
+One pure check per kind (check_plan, check_status, check_result, check_server_info, check_gpus, check_raw_record,
+check_search; the timing file's is time.check_timing) returns None or why the document is not of its kind; SCHEMAS
+maps the results layout's keys to them. A result's energy keys (RESULT_ENERGY: what bench_run's telemetry measured of the repeat) are
 checked like its other numbers; a result from before telemetry has none of them. A plan stage's wave, wave_stages and
 interference_of and a status.json's ran_beside, wave and interference_of are checked when present.
 """
@@ -336,6 +336,31 @@ def check_raw_record(doc):
     return _optional_str(doc, 'category')
 
 
+# What a capacity search's file holds (module_utils/_stage/load_search.py's result as stage_run writes it).
+SEARCH_KINDS = ('concurrency', 'request_rate')
+SEARCH_NUMBERS = ('lo', 'hi', 'resolution', 'capacity', 'capacity_low', 'capacity_high', 'seconds', 'max_seconds', 'temperature')
+
+
+def check_search(doc):
+    """A capacity search's file (search-<dataset>-t<T>-<kind>.json): its kind, finite numbers or null, runs a count,
+    points a list of objects; the other keys are tolerated."""
+    reason = _check_object(doc)
+    if reason:
+        return reason
+    if doc.get('kind') not in SEARCH_KINDS:
+        return _bad('kind', doc.get('kind'), ' or '.join(SEARCH_KINDS))
+    for key in SEARCH_NUMBERS:
+        if doc.get(key) is not None and (isinstance(doc[key], bool) or not _is_finite(doc[key])):
+            return _bad(key, doc[key], 'a finite number or null')
+    for key in ('runs', 'max_runs'):
+        if doc.get(key) is not None and not _is_count(doc[key]):
+            return _bad(key, doc[key], 'a count (an integer, 0 or more) or null')
+    points = doc.get('points')
+    if points is not None and (not isinstance(points, list) or not all(isinstance(point, dict) for point in points)):
+        return _bad('points', points, 'a list of objects (the measured points)')
+    return _first(_optional_str(doc, key) for key in ('binding', 'bound_by', 'stage', 'dataset'))
+
+
 # The schema of each file of the results layout (module_utils/_common.py RESULTS_LAYOUT), by its layout key.
 SCHEMAS = {'campaign': check_plan, 'status': check_status, 'result': check_result, 'server_info': check_server_info,
-           'gpus': check_gpus, 'timing': check_timing}
+           'gpus': check_gpus, 'timing': check_timing, 'search': check_search}
