@@ -4,8 +4,8 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """specdec.bench.stage_run's engine: a whole stage on its host in one module call.
 
-The steps are the engines of the modules stage_attempt, service, sglang_ready, bench_run (for each run) and
-stage_record, called as plain functions with their options validated by the module's ARGUMENT_SPEC; a step's
+The steps are the engines of the modules stage_attempt, service, sglang_ready, bench_run (for each run of the grid,
+then of the load family, then for each point of each capacity search) and stage_record, called as plain functions with their options validated by the module's ARGUMENT_SPEC; a step's
 StageError is a failure of the stage, recorded, never the end of the call. The outcome is the ok outcome's headline and
 timings, or the failure's reason and evidence {step, journal}, step naming the module whose engine failed. The record
 step always runs. stage_run(module, params) returns the module's result or raises StageError (bad options, a stage
@@ -29,9 +29,11 @@ from ansible.module_utils.errors import UnsupportedError
 
 from ansible_collections.specdec.bench.plugins.module_utils import _service as service
 from ansible_collections.specdec.bench.plugins.module_utils import _supervisor as supervisor
-from ansible_collections.specdec.bench.plugins.module_utils._common import atomic_write, utc_stamp
+from ansible_collections.specdec.bench.plugins.module_utils._common import atomic_write, rate_tag, results_file, utc_stamp
 from ansible_collections.specdec.bench.plugins.module_utils._lease import Lease, open_regular, renew
 from . import bench_run as _bench_run
+from . import load_search as _load_search
+from . import slo as _slo
 from . import sglang_ready as _sglang_ready
 from . import stage_attempt as _stage_attempt
 from . import stage_record as _stage_record
@@ -53,6 +55,9 @@ WATCH_S = 1.0
 # How often the progress file and the lease are looked after while the server loads.
 TICK_S = 2.0
 TRACEBACK_LINES = 12
+# the schema of a capacity search's file (RESULTS_LAYOUT['search'])
+SEARCH_SCHEMA_VERSION = 1
+SEARCH_KEYS = ('kind', 'base', 'slo', 'min', 'max', 'resolution', 'max_runs', 'max_seconds')
 
 ARGUMENT_SPEC = dict(
     dir=dict(type='path', required=True),
@@ -66,6 +71,8 @@ ARGUMENT_SPEC = dict(
     ready_timeout=dict(type='float', default=900),
     journal_lines=dict(type='int', default=200),
     runs=dict(type='list', elements='dict', required=True),
+    load_runs=dict(type='list', elements='dict', default=[]),
+    searches=dict(type='list', elements='dict', default=[]),
     status=dict(type='dict', required=True),
     mode=dict(type='str', default='0640'),
     progress_file=dict(type='path'),
@@ -284,16 +291,80 @@ def dataset_of(args):
 
 
 def run_label(args):
-    """'<dataset> t<temperature> c<concurrency>', as the role's loop labelled a harness run."""
-    return '%s t%g c%d' % (dataset_of(args), args['temperature'], args['concurrency'])
+    """'<dataset> t<temperature> c<concurrency>', as the role's loop labelled a harness run; a load run (name_rate)
+    adds ' q<rate>' (rate_tag)."""
+    label = '%s t%g c%d' % (dataset_of(args), args['temperature'], args['concurrency'])
+    if args.get('name_rate'):
+        label += ' q%s' % rate_tag(args.get('request_rate'))
+    return label
+
+
+def search_label(search):
+    """'<dataset> t<temperature> search <kind>': a capacity search in the progress file and a failure's reason."""
+    return '%s t%g search %s' % (dataset_of(search['base']), search['base']['temperature'], search['kind'])
 
 
 def trace_tail():
     return traceback.format_exc().rstrip('\n').splitlines()[-TRACEBACK_LINES:]
 
 
+def bench_options(run_args, p, base_url, where):
+    """One run's bench_run options, validated, its output_dir, base_url and stage defaulted to the stage's."""
+    args = dict(run_args)
+    for key, value in (('output_dir', p['dir']), ('base_url', base_url), ('stage', p['status']['stage'])):
+        if args.get(key) is None:
+            args[key] = value
+    try:
+        return validate(_bench_run.ARGUMENT_SPEC, args)
+    except ValueError as exc:
+        raise StageError('%s has %s (the options of specdec.bench.bench_run)' % (where, exc))
+
+
+def check_slo(target, where):
+    """A search's SLO: {metric: {p, max}} with metrics of slo.METRICS (not both itl_ms and tpot_ms), p in (0, 100], max
+    milliseconds above 0; StageError naming the field."""
+    if not isinstance(target, dict) or not target:
+        raise StageError('%s.slo must be a mapping of %s to {p, max}, got %r' % (where, ', '.join(_slo.METRICS), target))
+    for metric, bound in target.items():
+        if metric not in _slo.METRICS:
+            raise StageError('%s.slo.%s is not an SLO metric; allowed: %s' % (where, metric, ', '.join(_slo.METRICS)))
+        if not isinstance(bound, dict) or not isinstance(bound.get('max'), (int, float)) or not bound['max'] > 0:
+            raise StageError('%s.slo.%s.max must be a number of milliseconds above 0, got %r' % (where, metric, bound))
+        p = bound.get('p', _slo.DEFAULT_P)
+        if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0 < p <= 100:
+            raise StageError('%s.slo.%s.p must be a percentile in (0, 100], got %r' % (where, metric, p))
+    if 'itl_ms' in target and 'tpot_ms' in target:
+        raise StageError('%s.slo has both itl_ms and tpot_ms; give one of them' % where)
+
+
+def check_search(search, p, base_url, where):
+    """A capacity search's options checked (SEARCH_KEYS), its base run validated as bench_run's with name_rate."""
+    if not isinstance(search, dict) or set(search) != set(SEARCH_KEYS):
+        raise StageError('%s must have the keys %s, got %s' % (where, ', '.join(SEARCH_KEYS),
+                                                               ', '.join(sorted(search)) if isinstance(search, dict) else repr(search)))
+    if not isinstance(search['base'], dict):
+        raise StageError('%s.base must be the options of specdec.bench.bench_run, got %r' % (where, search['base']))
+    base = bench_options(dict(search['base'], name_rate=True), p, base_url, where + '.base')
+    if base['harness'] != 'builtin':
+        raise StageError('%s.base.harness must be builtin: a search point reads each request\'s timings from the raw '
+                         'file, which SGLang\'s client does not write, got %s' % (where, base['harness']))
+    check_slo(search['slo'], where)
+    try:
+        _load_search.check_bounds(search['min'], search['max'], search['kind'], search['resolution'])
+    except ValueError as exc:
+        raise StageError('%s: %s' % (where, exc))
+    for key, low in (('max_runs', 1), ('max_seconds', 0)):
+        value = search[key]
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value < float('inf') or (
+                key == 'max_runs' and not isinstance(value, int)):
+            raise StageError('%s.%s must be %s, got %r' % (where, key, 'an integer of 1 or more' if key == 'max_runs'
+                                                          else 'a number of seconds of 0 or more', value))
+    return dict(search, base=base)
+
+
 def check_params(p):
-    """The options checked before anything runs; (mode as int, the runs' validated bench_run options)."""
+    """The options checked before anything runs; (mode as int, the runs', the load runs' validated bench_run options,
+    the searches with their base validated)."""
     if not 1 <= p['port'] <= 65535:
         raise StageError('port must be 1 to 65535, got %d' % p['port'])
     for key in ('ready_timeout', 'lease_timeout'):
@@ -309,25 +380,23 @@ def check_params(p):
     except ValueError:
         raise StageError('mode must be an octal string such as 0640, got %r' % p['mode'])
     base_url = 'http://127.0.0.1:%d' % p['port']
-    runs = []
-    for number, run_args in enumerate(p['runs'], 1):
-        args = dict(run_args)
-        for key, value in (('output_dir', p['dir']), ('base_url', base_url), ('stage', p['status']['stage'])):
-            if args.get(key) is None:
-                args[key] = value
-        try:
-            runs.append(validate(_bench_run.ARGUMENT_SPEC, args))
-        except ValueError as exc:
-            raise StageError('runs[%d] has %s (the options of specdec.bench.bench_run)' % (number - 1, exc))
-    return mode, runs
+    runs = [bench_options(args, p, base_url, 'runs[%d]' % number) for number, args in enumerate(p['runs'])]
+    load_runs = [bench_options(dict(args, name_rate=True), p, base_url, 'load_runs[%d]' % number)
+                 for number, args in enumerate(p.get('load_runs') or [])]
+    searches = [check_search(search, p, base_url, 'searches[%d]' % number)
+                for number, search in enumerate(p.get('searches') or [])]
+    return mode, runs, load_runs, searches
 
 
-def ok_status(base, started, ready, results):
-    """The ok outcome: its headline and timings."""
+def ok_status(base, started, ready, results, load_results=()):
+    """The ok outcome: its headline (the grid's runs) and timings (every harness run's: the grid's, then load_results,
+    the load runs' and the search points')."""
+    headline = [dict((key, value) for key, value in result['result'].items() if key in HEADLINE_KEYS) for result in results]
+    results = list(results) + list(load_results)
     warmups = [result.get('warmup_s') for result in results]
     return dict(
         base, status='ok', reason=None, started=started,
-        headline=[dict((key, value) for key, value in result['result'].items() if key in HEADLINE_KEYS) for result in results],
+        headline=headline,
         timings={
             'ready_s': ready.get('ready_seconds'),
             'harness_s': round(sum(float(result.get('elapsed_s') or 0.0) for result in results), 4),
@@ -359,40 +428,163 @@ def stop_server(module, p):
         'name': p['unit'], 'backend': p['backend'], 'state': 'stopped', 'state_dir': p['state_dir']}))
 
 
-def harness_runs(module, p, runs, lease, progress, out):
-    """Every run in order, each one even after an earlier one failed (as the role's loop did); the stage's failure
-    when any failed, with the first failure's message, or at once when the lease ran out (the server was stopped)."""
-    failures = []
+def one_run(module, p, args, lease, results):
+    """One bench_run call, the lease watched while it measures, its result appended to results: (its result, failed,
+    traceback or None); the stage's failure at once when the lease ran out (the server was stopped)."""
+    check_lease(lease, STEP_RUNS)
+    trace = None
+    with LeaseWatch(lease, lambda: stop_server(module, p)) as watch:
+        try:
+            result, failed = _bench_run.bench_run(module, args), False
+        except StageError as exc:
+            result, failed = dict(exc.evidence, failed=True, msg=exc.reason), True
+        except Exception as exc:  # pylint: disable=broad-exception-caught  # a run's crash is that run's failure
+            trace = trace_tail()
+            result, failed = {'failed': True, 'msg': '%s: %s' % (type(exc).__name__, exc)}, True
+    results.append(result)
+    if watch.reason:
+        raise stage_failure(STEP_RUNS, watch.reason)
+    return result, failed, trace
+
+
+def progress_entry(label, args, result, failed):
+    """A finished harness run in the progress file (a load run's with its request rate)."""
+    summary = result.get('result') or {}
+    entry = {'label': label, 'dataset': dataset_of(args), 'temperature': args['temperature'], 'concurrency': args['concurrency'],
+             'output_throughput': summary.get('output_throughput'), 'accept_length': summary.get('accept_length'),
+             'repeats': summary.get('repeats', args['repeats']), 'elapsed_s': result.get('elapsed_s'), 'failed': failed}
+    if args.get('name_rate'):
+        entry['request_rate'] = rate_tag(args.get('request_rate'))
+    return entry
+
+
+def run_each(module, p, runs, lease, progress, results, failures):
+    """Every run in order, each one even after an earlier one failed (as the role's loop did): its result appended to
+    results, a failure's (label, message, traceback) to failures; the stage's failure at once when the lease ran out."""
     for args in runs:
-        check_lease(lease, STEP_RUNS)
         label = run_label(args)
         progress.write(current=label)
-        trace = None
-        with LeaseWatch(lease, lambda: stop_server(module, p)) as watch:
-            try:
-                result, failed = _bench_run.bench_run(module, args), False
-            except StageError as exc:
-                result, failed = dict(exc.evidence, failed=True, msg=exc.reason), True
-            except Exception as exc:  # pylint: disable=broad-exception-caught  # a run's crash is that run's failure
-                trace = trace_tail()
-                result, failed = {'failed': True, 'msg': '%s: %s' % (type(exc).__name__, exc)}, True
-        if watch.reason:
-            out['runs'].append(result)
-            raise stage_failure(STEP_RUNS, watch.reason)
-        out['runs'].append(result)
-        summary = result.get('result') or {}
-        progress.add_run({
-            'label': label, 'dataset': dataset_of(args), 'temperature': args['temperature'], 'concurrency': args['concurrency'],
-            'output_throughput': summary.get('output_throughput'), 'accept_length': summary.get('accept_length'),
-            'repeats': summary.get('repeats', args['repeats']), 'elapsed_s': result.get('elapsed_s'), 'failed': failed})
+        result, failed, trace = one_run(module, p, args, lease, results)
+        progress.add_run(progress_entry(label, args, result, failed))
         if failed:
             failures.append((label, result.get('msg') or 'task failed', trace))
+
+
+def raise_failures(failures, total):
+    """The stage's failure when any run or search failed: the first failure's label and message, with how many."""
     if failures:
         label, msg, trace = failures[0]
         reason = '%s: %s' % (label, msg)
         if len(failures) > 1:
-            reason = '%d of %d runs failed; the first, %s' % (len(failures), len(runs), reason)
+            reason = '%d of %d runs failed; the first, %s' % (len(failures), total, reason)
         raise stage_failure(STEP_RUNS, reason, trace=trace)
+
+
+def read_records(path):
+    """The request records of a raw file (JSON lines); a line that is not a JSON object is skipped."""
+    records = []
+    with open(path, encoding='utf-8') as handle:
+        for line in handle:
+            line = line.strip()
+            if line:
+                try:
+                    record = json.loads(line)
+                except ValueError:
+                    continue
+                if isinstance(record, dict):
+                    records.append(record)
+    return records
+
+
+class SearchPointFailed(Exception):
+    """A capacity search's harness run failed: the search ends, the stage fails as for a failed run."""
+
+    def __init__(self, msg, trace=None):
+        super().__init__(msg)
+        self.msg = msg
+        self.trace = trace
+
+
+def point_args(search, value):
+    """The bench_run options of a search point: concurrency value at an infinite rate, or request rate value at the
+    base's concurrency (the plan's max_concurrency) and burstiness."""
+    if search['kind'] == 'concurrency':
+        return dict(search['base'], concurrency=int(value), request_rate=float('inf'), burstiness=1.0, name_rate=True)
+    return dict(search['base'], request_rate=float(value), name_rate=True)
+
+
+def measure_point(module, p, search, value, lease, progress, point_results):
+    """One point of a search: bench_run at it (files named with its rate), then slo.evaluate_point over the raw
+    records of its measured repeats, with 'runs' (its repeats) and 'result_files' (their basenames)."""
+    args = point_args(search, value)
+    label = '%s: %s' % (search_label(search), run_label(args))
+    progress.write(current=label)
+    result, failed, trace = one_run(module, p, args, lease, point_results)
+    if failed:
+        raise SearchPointFailed('%s: %s' % (run_label(args), result.get('msg') or 'task failed'), trace)
+    rows = result.get('results') or []
+    point = _slo.evaluate_point([read_records(row['raw_file']) for row in rows], search['slo'])
+    point['runs'] = len(rows)
+    point['result_files'] = [os.path.basename(row['result_file']) for row in rows]
+    return point
+
+
+def search_file_data(search, found, stage):
+    """What a search's file holds: load_search.search's result with the schema version, the stage, the dataset, the
+    temperature and the SLO."""
+    return dict(found, schema_version=SEARCH_SCHEMA_VERSION, stage=stage, dataset=dataset_of(search['base']),
+                temperature=search['base']['temperature'], slo=search['slo'])
+
+
+def run_search(module, p, search, lease, progress, point_results, clock=time.monotonic):
+    """One capacity search (load_search.search with measure_point), its file written in the stage folder
+    (RESULTS_LAYOUT['search']); returns its summary for the module's result."""
+    found = _load_search.search(
+        lambda value: measure_point(module, p, search, value, lease, progress, point_results),
+        search['min'], search['max'], kind=search['kind'], resolution=search['resolution'], max_runs=search['max_runs'],
+        max_seconds=float(search['max_seconds']), repeats=search['base']['repeats'], clock=clock)
+    data = search_file_data(search, found, p['status']['stage'])
+    path = os.path.join(p['dir'], results_file('search', dataset=data['dataset'], temperature=data['temperature'],
+                                               kind=search['kind']))
+    atomic_write(path, json.dumps(data, indent=1, allow_nan=False) + '\n', fsync=True)
+    return {'kind': search['kind'], 'dataset': data['dataset'], 'temperature': data['temperature'],
+            'capacity': found['capacity'], 'capacity_low': found['capacity_low'], 'capacity_high': found['capacity_high'],
+            'binding': found['binding'], 'bound_by': found['bound_by'], 'runs': found['runs'], 'points': len(found['points']),
+            'search_file': path}
+
+
+def search_each(module, p, searches, lease, progress, out, failures):
+    """Every search in order, each one even after an earlier one failed; a failed point ends its search (no file), a
+    failure as a failed run's."""
+    for search in searches:
+        label = search_label(search)
+        started = time.monotonic()
+        point_results = []
+        try:
+            summary, failed, trace = run_search(module, p, search, lease, progress, point_results), False, None
+        except SearchPointFailed as exc:
+            summary, failed, trace = {'kind': search['kind'], 'dataset': dataset_of(search['base']),
+                                      'temperature': search['base']['temperature'], 'failed': True, 'msg': exc.msg}, True, exc.trace
+        finally:
+            out['search_runs'].extend(point_results)
+        out['searches'].append(summary)
+        progress.add_run({'label': label, 'dataset': dataset_of(search['base']), 'temperature': search['base']['temperature'],
+                          'concurrency': None, 'capacity': summary.get('capacity'), 'bound_by': summary.get('bound_by'),
+                          'points': summary.get('points'), 'elapsed_s': round(time.monotonic() - started, 4),
+                          'failed': failed})
+        if failed:
+            failures.append((label, summary['msg'], trace))
+
+
+def harness_runs(module, p, runs, lease, progress, out, load_runs=(), searches=()):
+    """The grid's runs, then the load runs, then the capacity searches, each even after an earlier one failed (as the
+    role's loop did); the stage's failure when any failed, with the first failure's message, or at once when the lease
+    ran out (the server was stopped)."""
+    failures = []
+    run_each(module, p, runs, lease, progress, out['runs'], failures)
+    run_each(module, p, load_runs, lease, progress, out['load_runs'], failures)
+    search_each(module, p, searches, lease, progress, out, failures)
+    raise_failures(failures, len(runs) + len(load_runs) + len(searches))
 
 
 def stage_run(module, params):
@@ -400,10 +592,10 @@ def stage_run(module, params):
     (bad options, the stage locked by another run) or the record could not be written."""
     p = params
     progress_file = p['progress_file'] or os.path.join(p['dir'], PROGRESS_FILE)
-    mode, runs = check_params(p)
+    mode, runs, load_runs, searches = check_params(p)
     if module.check_mode:
         return dict(changed=False, skipped=True, msg='check mode: nothing started', progress_file=progress_file,
-                    status=None, attempt=None, ready=None, runs=[], record=None)
+                    status=None, attempt=None, ready=None, runs=[], load_runs=[], searches=[], record=None)
 
     for path in (progress_file, p['lease_file']):
         make_parent(path)
@@ -428,8 +620,8 @@ def stage_run(module, params):
     base = dict(p['status'])
     lease = Lease(p['lease_file'], p['lease_timeout'])
     guard = ServerGuard(lambda: service.stop(module, p['backend'], p['unit'], p['stop_timeout'], p['state_dir']))
-    progress = Progress(module, progress_file, mode, base['stage'], len(runs), round(start, 3))
-    out = {'attempt': None, 'ready': None, 'runs': []}
+    progress = Progress(module, progress_file, mode, base['stage'], len(runs) + len(load_runs) + len(searches), round(start, 3))
+    out = {'attempt': None, 'ready': None, 'runs': [], 'load_runs': [], 'searches': [], 'search_runs': []}
     at_step = STEP_ATTEMPT
     try:
         check_lease(lease, at_step)
@@ -458,8 +650,8 @@ def stage_run(module, params):
         progress.write(phase='running', ready_s=out['ready'].get('ready_seconds'))
 
         at_step = STEP_RUNS
-        harness_runs(module, p, runs, lease, progress, out)
-        status = ok_status(base, started, out['ready'], out['runs'])
+        harness_runs(module, p, runs, lease, progress, out, load_runs, searches)
+        status = ok_status(base, started, out['ready'], out['runs'], out['load_runs'] + out['search_runs'])
     except StageError as failure:
         status = failed_status(base, started, failure)
     except Exception as exc:  # pylint: disable=broad-exception-caught  # never raised: recorded as the step's failure
