@@ -64,6 +64,18 @@ description:
     best settings, plots or checkpoint sections; the Interference section per host (C(results.json)'s C(interference))
     compares it with the stage it re-runs: output throughput and median ITL beside the others vs alone per dataset,
     temperature and concurrency, the difference in %, the repeats of each mean. See C(docs/report.md)."
+  - "Where speculation pays (only with the load family: an C(slo), a C(search), a C(workload.request_rate) list or
+    C(crossover.concurrency) in the spec, or their files in the stage folders; otherwise nothing of this appears):
+    the load runs' files (C(result-<dataset>-t<T>-c<N>-q<rate>-r<r>.json), rate C(inf) for closed loop) and the
+    capacity searches' (C(search-<dataset>-t<T>-<kind>.json)) are read beside the grid's, whose tables do not change.
+    C(results-slo.csv) holds per run of a stage with an SLO its SLO attainment, request goodput (vLLM benchmark_serving's
+    --goodput), token goodput (DistServe, inference-perf) and good tokens per joule; C(capacity.csv) per search the
+    capacity at SLO with its interval, binding SLO and the gain over AR with its interval; C(crossover.csv) per
+    setting the concurrency where its speedup falls to 1.0 (or that it pays at every load measured, or never);
+    C(schedule.json) per host and TP the best setting per band of concurrency with its SGLang flags. C(report.md) gets
+    the section with those tables and the plots C(goodput-vs-rate-*.png), C(speedup-vs-concurrency-*.png) (the
+    Fieller band, the crossover marked) and C(pareto-*.png) (median TPOT against throughput, the front per method);
+    C(results.json) has it all as C(pays). See C(docs/report.md)."
   - In check mode the report is written too, since it changes no host, only files on the controller.
 author:
   - specdec.bench developers (!UNKNOWN)

@@ -341,7 +341,7 @@ def schedule(report, host_data, baseline_method=BASELINE_METHOD):
     out = []
     for (host, tp), runs in sorted(measured.items(), key=lambda item: (item[0][0], item[0][1] or 0)):
         for (dataset, temperature), cells in sorted(runs.items()):
-            best = [(c, (host, max(sorted(cell), key=lambda stage_id, cell=cell: cell[stage_id]))) for c, cell in sorted(cells.items())]
+            best = [(c, (host, max(sorted(cell), key=cell.get))) for c, cell in sorted(cells.items())]
             out.append({'host': host, 'tp': tp, 'dataset': dataset, 'temperature': temperature, 'bands': _bands(best, stages)})
         if len(runs) > 1:
             best = _best_over_runs(host, runs, stages, baseline_method)
@@ -363,7 +363,7 @@ def _best_over_runs(host, runs, stages, baseline_method):
         if None in bases or not common:
             continue
         score = dict((stage_id, sum(math.log(cell[stage_id] / base) for cell, base in zip(cells, bases))) for stage_id in common)
-        best.append((concurrency, (host, max(sorted(score), key=lambda stage_id: score[stage_id]))))
+        best.append((concurrency, (host, max(sorted(score), key=score.get))))
     return best
 
 

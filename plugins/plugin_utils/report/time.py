@@ -9,8 +9,8 @@ time_breakdown(host data of read.read_host) splits the campaign's wall time on a
 - server loads: each stage's timings.ready_s (status.json: from the start of the readiness wait to /health_generate);
 - warm-up requests: each stage's timings.warmup_s (the sum of bench_run's warmup_s);
 - measuring: each stage's timings.measure_s (bench_run's measure_s: the measured runs), else the sum of its results'
-  duration_s, plus its timings.idle_s and timings.flush_s where recorded (the idle-power sampling and cache flushes
-  before the measured runs);
+  duration_s (the load runs' and the capacity search's included), plus its timings.idle_s and timings.flush_s where
+  recorded (the idle-power sampling and cache flushes before the measured runs);
 - orchestration: the rest of each stage's wall time (finished - started): Ansible's tasks, the server's start and stop,
   the evidence, bench_run's own overhead; a stage whose warm-up was not timed (SGLang's client, or results from before
   the timings) has its warm-up here too;
@@ -102,8 +102,10 @@ def _sum(values):
 
 
 def _measured_s(entry):
-    """The sum of the duration_s of a stage's results (every repeat found), None when it has none."""
-    return _sum(seconds((result or {}).get('duration_s')) for results in entry['results'].values() for result in results.values())
+    """The sum of the duration_s of a stage's results (every repeat found), the load family's (load runs and the capacity
+    search's, read.py's 'load') included; None when it has none."""
+    runs = list(entry['results'].values()) + list((entry.get('load') or {}).values())
+    return _sum(seconds((result or {}).get('duration_s')) for results in runs for result in results.values())
 
 
 def stage_time(entry):
