@@ -15,11 +15,13 @@ description:
     (one remote round trip each, and one per harness run). The earlier attempt's files move to C(attempt-<n>/)
     (M(specdec.bench.stage_attempt), O(keep) copied and left in place). The stage's server starts
     (M(specdec.bench.service)) and is waited for until C(/health_generate) answers (M(specdec.bench.sglang_ready)).
-    Each harness run of O(runs) follows in order (M(specdec.bench.bench_run)). Then, always, the record
+    Each harness run of O(runs) follows in order (M(specdec.bench.bench_run)), then those of O(load_runs), then the
+    capacity searches of O(searches). Then, always, the record
     (M(specdec.bench.stage_record)): C(/server_info), the GPU snapshot, the service's state, stop, the unit file or
     definition, the journal excerpt, and C(status.json)."
-  - The same files and the same C(status.json) as those tasks wrote. An ok stage gets C(headline) (per run, the means
-    over its repeats) and C(timings) (C(ready_s), C(harness_s), C(warmup_s), C(measure_s), C(idle_s)).
+  - The same files and the same C(status.json) as those tasks wrote. An ok stage gets C(headline) (per run of O(runs),
+    the means over its repeats) and C(timings) (C(ready_s), C(harness_s), C(warmup_s), C(measure_s), C(idle_s); over
+    every harness run, those of O(load_runs) and of the searches' points included).
     A failed stage gets C(reason) and C(evidence) (C(step), the module whose engine failed, one of V(stage_attempt),
     V(service), V(sglang_ready) or V(bench_run); C(journal)).
     A step that raises (a bug, not a failure it reports) is a failure of that step with its message and the tail of
@@ -31,8 +33,9 @@ description:
     V(running), V(recording), V(done)), C(started) and C(updated) (epoch seconds), C(ready_s), C(runs_total),
     C(runs_done), C(current) (the label of the run in flight), C(runs) (per finished run: C(label)
     C(<dataset> t<temperature> c<concurrency>), C(dataset), C(temperature), C(concurrency), C(output_throughput),
-    C(accept_length), C(repeats), C(elapsed_s), C(failed)), C(status) (null until done, then V(ok) or V(failed))
-    and C(reason)."
+    C(accept_length), C(repeats), C(elapsed_s), C(failed); a load run's label ends C(q<rate>) and it has
+    C(request_rate); a finished search is one entry, C(<dataset> t<temperature> search <kind>), with C(capacity),
+    C(bound_by) and C(points)), C(status) (null until done, then V(ok) or V(failed)) and C(reason)."
   - "A lease (O(lease_file), O(lease_timeout)): the controller that polls the stage touches the lease file. When its
     mtime is older than O(lease_timeout) seconds before a step, between two runs, while the server loads or while a
     harness run measures (a thread watches it every second and stops the server, so the run ends at once), nobody
@@ -89,6 +92,40 @@ options:
     type: list
     elements: dict
     required: true
+  load_runs:
+    description:
+      - The load family's harness runs, after O(runs) on the same server, in order, each the options of one
+        M(specdec.bench.bench_run) call with C(name_rate) (set here when missing; their files are named with their
+        rate, C(result-<dataset>-t<temperature>-c<concurrency>-q<rate>-r<repeat>.json), so they never take the place of
+        a grid run's) - the open-loop runs (a finite C(request_rate), C(burstiness), C(concurrency) the cap on requests
+        in flight) and the crossover concurrencies (C(request_rate=inf)); P(specdec.bench.stage_run_args#filter) fills
+        them in from the plan.
+      - Checked, defaulted and failed like O(runs) (a failed load run fails the stage after every run has run).
+    type: list
+    elements: dict
+    default: []
+  searches:
+    description:
+      - "The capacity searches, after O(load_runs), in order: each C({kind, base, slo, min, max, resolution, max_runs,
+        max_seconds}). C(kind) V(concurrency) (each point C(base) at that concurrency and C(request_rate=inf)) or
+        V(request_rate) (each point C(base) at that rate, at C(base.concurrency)); C(base) a builtin harness run's
+        options; C(slo) C({metric: {p, max}}) of C(ttft_ms), C(itl_ms), C(tpot_ms), C(e2e_ms) (milliseconds; not both
+        C(itl_ms) and C(tpot_ms))."
+      - "Each point is one M(specdec.bench.bench_run) call (its files named with the rate; a rerun reuses complete
+        repeats), judged from the raw records of its measured repeats: per metric the percentile of each repeat,
+        their mean and Student-t interval; it passes when every mean is at most its C(max). The search brackets
+        (C(min), doubling) and bisects (halving for concurrency, geometric for request rate, to C(resolution)), within
+        C(max_runs) harness runs and C(max_seconds) (plugins/module_utils/_stage/load_search.py)."
+      - "Its file, C(search-<dataset>-t<temperature>-<kind>.json) in O(dir), holds its points (each with C(value),
+        C(passed), C(sure), C(percentiles), C(binding), C(runs), C(result_files)), C(capacity) (the largest passing
+        value), C(capacity_low) and C(capacity_high) (by the points sure of their side), C(binding) (the SLO metric that
+        binds), C(bound_by) (V(resolution), V(max_runs), V(max_seconds), V(lowest_fails) or V(highest_passes)),
+        C(runs), C(seconds), C(schema_version), C(stage), C(dataset), C(temperature) and C(slo)."
+      - A point whose run fails ends its search without a file and fails the stage as a failed run does; the later
+        searches still run.
+    type: list
+    elements: dict
+    default: []
   status:
     description:
       - The base of the stage's status, as the role passes it (C(stage) required, C(sglang_build), C(datasets),
@@ -170,6 +207,27 @@ runs:
     - Per run, in order, what P(specdec.bench.bench_run#module) returned (C(result), C(results), C(elapsed_s), ...; C(failed)
       and C(msg) when it failed).
   returned: always
+  type: list
+  elements: dict
+load_runs:
+  description: Per load run of O(load_runs), in order, what P(specdec.bench.bench_run#module) returned, as RV(runs).
+  returned: always
+  type: list
+  elements: dict
+searches:
+  description:
+    - Per search of O(searches), in order, C(kind), C(dataset), C(temperature), C(capacity), C(capacity_low),
+      C(capacity_high), C(binding), C(bound_by), C(runs), C(points) (how many) and C(search_file); C(failed) and C(msg)
+      instead of the figures when a point's run failed.
+  returned: always
+  type: list
+  elements: dict
+  sample: [{kind: concurrency, dataset: gsm8k, temperature: 0.0, capacity: 20, capacity_low: 16, capacity_high: 20,
+            binding: ttft_ms, bound_by: resolution, runs: 30, points: 10,
+            search_file: /root/bench_results/qwen36-ct200/tp1-dflash-n16/search-gsm8k-t0-concurrency.json}]
+search_runs:
+  description: What P(specdec.bench.bench_run#module) returned for each point of the searches, in the order measured.
+  returned: unless in check mode
   type: list
   elements: dict
 record:

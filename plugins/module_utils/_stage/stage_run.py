@@ -5,7 +5,8 @@
 """specdec.bench.stage_run's engine: a whole stage on its host in one module call.
 
 The steps are the engines of the modules stage_attempt, service, sglang_ready, bench_run (for each run of the grid,
-then of the load family, then for each point of each capacity search) and stage_record, called as plain functions with their options validated by the module's ARGUMENT_SPEC; a step's
+then of the load family, then for each point of each capacity search: load_search with slo's evaluate_point) and
+stage_record, called as plain functions with their options validated by the module's ARGUMENT_SPEC; a step's
 StageError is a failure of the stage, recorded, never the end of the call. The outcome is the ok outcome's headline and
 timings, or the failure's reason and evidence {step, journal}, step naming the module whose engine failed. The record
 step always runs. stage_run(module, params) returns the module's result or raises StageError (bad options, a stage
