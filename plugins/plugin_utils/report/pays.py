@@ -18,8 +18,8 @@ each figure and names its reference.
 - crossover: per host, TP, dataset, temperature and speculative setting, the concurrency where the serving speedup
   (output throughput over AR's) falls to 1.0 (crossover()), from the grid's rows (speedup and Fieller interval) and the
   load family's closed-loop runs that the setting and its AR baseline both measured (Fieller over the repeats).
-- schedule: per host, TP, dataset and temperature, per concurrency measured, the setting with the highest output
-  throughput (AR included), merged into bands of consecutive concurrencies with the same best; with two runs or more an
+- schedule: per host, TP, dataset and temperature, per concurrency that every setting measured, the setting with the
+  highest output throughput (AR included), merged into bands of consecutive concurrencies with the same best; with two runs or more an
   'all' schedule ranks by the geometric mean over the runs of the throughput over AR's.
 pays_report puts it together; None when no stage has an SLO, a search, load files or a load plan (the report is then
 what it was).
@@ -32,7 +32,7 @@ import os
 
 from ansible_collections.specdec.bench.plugins.module_utils._common import finite, temperature_tag
 from .keys import BASELINE_METHOD, METHOD_NAMES
-from .read import LOAD_RESULT, MEASURED, slo_of
+from .read import interference_of, LOAD_RESULT, MEASURED, slo_of
 from .rows import setting_label
 from .stats import fieller
 
@@ -134,15 +134,15 @@ def slo_rows(host_data, campaign):
     for data in host_data:
         for entry in data['stages']:
             slo = slo_of(entry['stage'])
-            if not slo or (entry.get('status') or {}).get('status') != MEASURED:
-                continue
+            if not slo or (entry.get('status') or {}).get('status') != MEASURED or interference_of(entry):
+                continue  # an interference stage is a control measurement, no result row (rows.py)
             base = _stage_base(data['host'], campaign, entry['stage'])
             searched = _search_files(entry)
             grid_rate = finite((entry['stage'].get('workload') or {}).get('request_rate')) or INF  # 'inf' or a scalar rate
             runs = [(run + (grid_rate,), entry['results'][run], (entry.get('slo_raw') or {}).get(run), 'grid') for run in sorted(entry['results'])]
             for run in sorted(entry.get('load') or {}):
                 results = entry['load'][run]
-                kind = 'search' if any(_load_name(run, repeat) in searched for repeat in results) else 'load'
+                kind = 'search' if not _planned_load(entry['stage'], run) and any(_load_name(run, repeat) in searched for repeat in results) else 'load'
                 runs.append((run, results, (entry.get('load_raw') or {}).get(run), kind))
             for (dataset, temperature, concurrency, rate), results, raw, kind in runs:
                 row = dict(base, dataset=dataset, temperature=temperature, concurrency=concurrency, request_rate=rate_text(rate),
@@ -152,6 +152,16 @@ def slo_rows(host_data, campaign):
                 row.update(run_goodput(results, raw or {}, slo))
                 rows.append(row)
     return rows
+
+
+def _planned_load(stage, run):
+    """True when the plan's load names the run: an open-loop rate of its list at max_concurrency, or a closed-loop
+    concurrency of crossover_concurrency (a search point at the same file is that run)."""
+    load = stage.get('load') or {}
+    _dataset, _temperature, concurrency, rate = run
+    if rate == INF:
+        return concurrency in (load.get('crossover_concurrency') or [])
+    return rate in (load.get('request_rates') or []) and concurrency == load.get('max_concurrency')
 
 
 def _load_name(run, repeat):
@@ -340,6 +350,9 @@ def schedule(report, host_data, baseline_method=BASELINE_METHOD):
             cell.setdefault(stage_id, _mean(values))
     out = []
     for (host, tp), runs in sorted(measured.items(), key=lambda item: (item[0][0], item[0][1] or 0)):
+        for run, cells in list(runs.items()):  # a concurrency that only some settings measured (a search's point) is no fair match
+            settings = set().union(*cells.values())
+            runs[run] = dict((c, cell) for c, cell in cells.items() if set(cell) == settings)
         for (dataset, temperature), cells in sorted(runs.items()):
             best = [(c, (host, max(sorted(cell), key=cell.get))) for c, cell in sorted(cells.items())]
             out.append({'host': host, 'tp': tp, 'dataset': dataset, 'temperature': temperature, 'bands': _bands(best, stages)})

@@ -170,6 +170,7 @@ CROSS_C = 32
 # fall with concurrency; this one does): dflash falls below 1.0 there.
 CLOSED_LOOP = {'autoregressive': (1000.0, 1040.0), 'dflash': (500.0, 540.0)}
 SEARCHES = {'autoregressive': (8, 6, 10), 'dflash': (16, 12, 20)}
+SEARCH_POINT = 6
 
 
 def _load_result(stage_dir, stage, rng, dataset, concurrency, rate, repeat, model_concurrency):
@@ -204,12 +205,19 @@ def make_load_campaign(root, host='ct200', campaign='pays'):
             for repeat, throughput in enumerate(CLOSED_LOOP[stage['method']], 1):
                 name, row = _load_result(stage_dir, stage, rng, 'random', CROSS_C, float('inf'), repeat, CROSS_C)
                 synth.write_json(stage_dir / name, dict(row, output_throughput=throughput))
+        search_files = []
+        if stage['method'] == 'autoregressive':  # a point of AR's search: c=6 closed loop, a run no other stage has
+            for repeat in (1, 2):
+                name, row = _load_result(stage_dir, stage, rng, 'random', SEARCH_POINT, float('inf'), repeat, SEARCH_POINT)
+                synth.write_json(stage_dir / name, row)
+                search_files.append(name)
+            search_files.append('result-random-t0-c16-q8-r1.json')  # a planned load run the search measured too
         if stage['method'] in SEARCHES:
             capacity, low, high = SEARCHES[stage['method']]
             synth.write_json(stage_dir / 'search-random-t0-concurrency.json', {
                 'schema_version': 1, 'stage': stage['id'], 'dataset': 'random', 'temperature': 0.0, 'slo': SLO,
                 'kind': 'concurrency', 'lo': 1, 'hi': 64, 'resolution': 1, 'max_runs': 40, 'max_seconds': 1800.0,
-                'points': [{'value': capacity, 'passed': True, 'sure': 'unsure', 'runs': 2, 'result_files': []}],
+                'points': [{'value': capacity, 'passed': True, 'sure': 'unsure', 'runs': 2, 'result_files': search_files}],
                 'capacity': capacity, 'capacity_low': low, 'capacity_high': high, 'binding': 'tpot_ms',
                 'bound_by': 'resolution', 'runs': 12, 'seconds': 300.0})
     synth.write_json(folder / synth.LAYOUT['campaign'], {'campaign': campaign, 'host': host, 'stages': stages})
@@ -238,6 +246,8 @@ def test_results_slo_csv_has_each_runs_goodput(campaign):
     kinds = sorted(set((row['stage'], row['kind'], row['concurrency'], row['request_rate']) for row in rows))
     assert ('tp1-autoregressive', 'grid', '16', 'inf') in kinds and ('tp1-dflash-n16', 'load', '16', '8') in kinds
     assert ('tp1-dflash-n16', 'load', '32', 'inf') in kinds and ('tp1-ddtree-b64-k4', 'load', '32', 'inf') not in kinds
+    # a run only the search measured is a search run; a planned load run the search also measured stays a load run
+    assert ('tp1-autoregressive', 'search', '6', 'inf') in kinds and ('tp1-autoregressive', 'load', '16', '8') in kinds
     data = read_host(str(campaign['root']), 'ct200', 'pays')
     entry = next(e for e in data['stages'] if e['stage']['id'] == 'tp1-autoregressive')
     for row in rows:
@@ -281,10 +291,9 @@ def test_crossover_csv_locates_the_fall_with_the_load_runs(campaign):
 def test_schedule_json_bands(campaign):
     schedule = json.loads((campaign['out'] / 'schedule.json').read_text())
     assert [(item['host'], item['tp'], item['dataset']) for item in schedule] == [('ct200', 1, 'random')]
-    bands = schedule[0]['bands']
-    assert bands[-1]['from'] == bands[-1]['to'] == CROSS_C and bands[-1]['stage'] == 'tp1-autoregressive'
-    assert bands[0]['from'] == 1 and bands[0]['to'] == 16 and bands[0]['method'] != 'autoregressive'
-    assert bands[0]['sglang_args'][-1].startswith('--speculative-algorithm=')
+    # c=32 (DDTree did not measure it) and AR's search point c=6 are no fair match: left out
+    assert [(band['from'], band['to'], band['stage']) for band in schedule[0]['bands']] == [(1, 16, 'tp1-ddtree-b64-k4')]
+    assert schedule[0]['bands'][0]['sglang_args'][-1] == '--speculative-algorithm=DDTREE'
 
 
 def test_report_md_has_the_section_and_the_files_and_plots_are_there(campaign):
