@@ -497,6 +497,16 @@ def read_records(path):
     return records
 
 
+def raw_path(row):
+    """The raw file of a repeat's row in bench_run's results: beside its result file, named as RESULTS_LAYOUT's load_raw
+    is beside load_result (result-<name>.json, raw-<name>.jsonl), so a row reused from an earlier attempt is read where
+    its files are now; the row's raw_file when it has no result file."""
+    name = os.path.basename(row.get('result_file') or '')
+    if name.startswith('result-') and name.endswith('.json'):
+        return os.path.join(os.path.dirname(row['result_file']), 'raw-%s.jsonl' % name[len('result-'):-len('.json')])
+    return row['raw_file']
+
+
 class SearchPointFailed(Exception):
     """A capacity search's harness run failed: the search ends, the stage fails as for a failed run."""
 
@@ -524,7 +534,7 @@ def measure_point(module, p, search, value, lease, progress, point_results):
     if failed:
         raise SearchPointFailed('%s: %s' % (run_label(args), result.get('msg') or 'task failed'), trace)
     rows = result.get('results') or []
-    point = _slo.evaluate_point([read_records(row['raw_file']) for row in rows], search['slo'])
+    point = _slo.evaluate_point([read_records(raw_path(row)) for row in rows], search['slo'])
     point['runs'] = len(rows)
     point['result_files'] = [os.path.basename(row['result_file']) for row in rows]
     return point
