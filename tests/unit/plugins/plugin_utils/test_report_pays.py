@@ -6,6 +6,7 @@ runs, an SLO and capacity searches: the section of report.md, results-slo.csv, c
 schedule.json and the plots."""
 import json
 import math
+import os
 import random
 import sys
 from pathlib import Path
@@ -323,3 +324,32 @@ def test_a_campaign_without_the_load_family_has_no_pays(tmp_path):
     assert 'pays' not in made['report']
     assert not set(path.name for path in (tmp_path / 'report').iterdir()) & {'results-slo.csv', 'capacity.csv', 'crossover.csv', 'schedule.json'}
     assert 'Where speculation pays' not in (tmp_path / 'report' / 'report.md').read_text()
+
+
+# --- golden ------------------------------------------------------------------------------------------------------
+
+GOLDEN = Path(__file__).resolve().parent / 'golden' / 'pays'
+GOLDEN_FILES = ('results-slo.csv', 'capacity.csv', 'crossover.csv', 'schedule.json')
+
+
+def _golden_outputs(out):
+    md = (out / 'report.md').read_text()
+    start = md.index('## Where speculation pays')
+    section = md[start:md.index('\n## ', start + 1) + 1]
+    outputs = {name: (out / name).read_bytes() for name in GOLDEN_FILES}
+    outputs['report-pays-section.md'] = section.encode('utf-8')
+    return outputs
+
+
+def test_the_pays_files_are_the_golden_ones(campaign):
+    """The section and the files of the load campaign byte for byte against golden/pays/; after a deliberate change,
+    SPECDEC_REPORT_GOLDEN=write python -m pytest tests/unit/plugins/plugin_utils/test_report_pays.py rewrites them
+    (review their diff)."""
+    outputs = _golden_outputs(campaign['out'])
+    if os.environ.get('SPECDEC_REPORT_GOLDEN') == 'write':
+        GOLDEN.mkdir(parents=True, exist_ok=True)
+        for name, data in outputs.items():
+            (GOLDEN / name).write_bytes(data)
+    assert sorted(path.name for path in GOLDEN.iterdir()) == sorted(outputs)
+    for name, data in outputs.items():
+        assert data == (GOLDEN / name).read_bytes(), '%s differs from golden/pays/%s' % (name, name)
