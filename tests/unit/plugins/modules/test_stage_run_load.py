@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 
 import pytest
 
@@ -204,3 +205,34 @@ def test_a_search_with_keys_missing_is_refused_naming_them(tmp_path):
     del search['max_seconds']
     with pytest.raises(StageError, match=r'searches\[0\] must have the keys kind, base, slo'):
         _stage_run.check_params(params(tmp_path, searches=[search]))
+
+
+# ---- end to end: the SGLang emulator under the supervisor, the builtin harness's real requests (test_stage_run's stage)
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from test_stage_run import stage_fixture  # noqa: E402,F401  pylint: disable=wrong-import-position,unused-import
+from ansible_collections.specdec.bench.plugins.modules import stage_run  # noqa: E402  pylint: disable=wrong-import-position
+
+
+def test_a_stage_runs_its_grid_then_its_load_runs_then_its_searches_on_one_server(run_module, stage):
+    stage.define()
+    search = dict(kind='concurrency', base=stage.run(1, request_rate='inf', name_rate=True), slo={'e2e_ms': {'p': 95, 'max': 60000}},
+                  min=1, max=4, resolution=1, max_runs=10, max_seconds=600)
+    result = run_module(stage_run, stage.args([stage.run(1)], load_runs=[stage.run(2, request_rate=50.0, burstiness=0.5)],
+                                              searches=[search]))
+    assert result['exit_code'] == 0, result
+    status = stage.read('status.json')
+    assert status['status'] == 'ok', status
+    assert [row['concurrency'] for row in status['headline']] == [1]
+    names = set(os.listdir(str(stage.dir)))
+    assert {'result-random-t0-c1-r1.json', 'result-random-t0-c2-q50-r1.json', 'arrivals-random-t0-c2-q50.json',
+            'search-random-t0-concurrency.json'} <= names
+    load_row = stage.read('result-random-t0-c2-q50-r1.json')
+    assert (load_row['request_rate'], load_row['burstiness'], load_row['complete']) == (50.0, 0.5, True)
+    found = stage.read('search-random-t0-concurrency.json')
+    assert found['capacity'] == 4 and found['bound_by'] == 'highest_passes' and found['stage'] == STAGE
+    assert [point['value'] for point in found['points']] == [1, 2, 4] and found['runs'] == 3
+    assert found['points'][0]['result_files'] == ['result-random-t0-c1-qinf-r1.json']
+    assert found['points'][0]['percentiles']['e2e_ms']['mean'] > 0
+    assert result['searches'][0]['capacity'] == 4 and len(result['search_runs']) == 3 and len(result['load_runs']) == 1
+    assert stage.state()['state'] != 'running'
