@@ -22,7 +22,7 @@ Data (no text of the documents):
 - tables: the table builder both documents share (the per-setting groups, the papers' tables as cells and columns);
   figures: the plots as plain data.
 Renderers (all the text): text (the words both documents share), markdown, markdown_sections, markdown_why and
-markdown_pays (report.md, compare-<c>.md), latex, latex_sections and latex_why (report.tex), csv (results.csv and the
+markdown_pays (report.md, compare-<c>.md), latex, latex_sections, latex_why and latex_pays (report.tex), csv (results.csv and the
 other CSV files, results.json, evaluation.json, schedule.json), plots (PNG, matplotlib).
 Here: write_set, the only writer, which writes the files as a set and rewrites a file only when its content changed,
 so a second run with the same results changes nothing.

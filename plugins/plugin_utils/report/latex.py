@@ -12,6 +12,7 @@ import re
 
 from .keys import METHOD_NAMES
 from .latex_sections import _tex_ci, checkpoint_latex, interference_latex, paper_latex, tex_escape, time_latex
+from .latex_pays import pays_latex
 from .latex_why import decomposition_latex, why_latex
 from .read import MEASURED
 from .tables import _energy_cells, _groups, _markers_used, _per_request, _repeated, _throttle_reasons, named_runs, setting_table
@@ -34,6 +35,7 @@ def render_latex(report):
     out += checkpoint_latex(report)  # a checkpoint sweep (checkpoints), [] without one
     out += why_latex(report)  # the papers' decode speedup at c=1, [] without one
     out += decomposition_latex(report)  # per run at its lowest concurrency: tau, the three speedups, verify cost
+    out += pays_latex(report)  # capacity at SLO and crossover, [] without the load family
     for (host, dataset, temperature, tp), group in groups.items():
         if not any(row['status'] == MEASURED for row in group['cells'].values()):
             continue

@@ -353,3 +353,10 @@ def test_the_pays_files_are_the_golden_ones(campaign):
     assert sorted(path.name for path in GOLDEN.iterdir()) == sorted(outputs)
     for name, data in outputs.items():
         assert data == (GOLDEN / name).read_bytes(), '%s differs from golden/pays/%s' % (name, name)
+
+
+def test_report_tex_has_the_capacity_and_crossover_tables_and_compiles(campaign, tmp_path):
+    tex = (campaign['out'] / 'report.tex').read_text()
+    assert r'\label{tab:pays-ct200-capacity}' in tex and r'\label{tab:pays-ct200-crossover}' in tex
+    assert r'2.00 {\tiny[1.20, 3.33]}' in tex and r'pays up to $c=16$' in tex and '≤' not in tex
+    report_helpers.compile_tex(campaign['out'] / 'report.tex', tmp_path)
