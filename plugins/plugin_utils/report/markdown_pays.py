@@ -176,6 +176,9 @@ def pays_markdown(report, plots=None):
         return []
     plots = plots or {}
     lines = ['## Where speculation pays', ''] + _intro(pays)
+    if not any(pays[key] for key in ('slo_rows', 'capacity', 'crossover', 'schedule')):
+        return lines + ['The plan has the load family, but no run measured what this section shows (see the stages not '
+                        'measured).', '']
     shown = set()
     lines += _capacity_lines(pays)
     lines += _crossover_lines(pays, plots, shown)

@@ -360,3 +360,11 @@ def test_report_tex_has_the_capacity_and_crossover_tables_and_compiles(campaign,
     assert r'\label{tab:pays-ct200-capacity}' in tex and r'\label{tab:pays-ct200-crossover}' in tex
     assert r'2.00 {\tiny[1.20, 3.33]}' in tex and r'pays up to $c=16$' in tex and '≤' not in tex
     report_helpers.compile_tex(campaign['out'] / 'report.tex', tmp_path)
+
+
+def test_a_load_plan_with_nothing_measured_says_so():
+    from ansible_collections.specdec.bench.plugins.plugin_utils.report.markdown_pays import pays_markdown  # pylint: disable=import-outside-toplevel
+    empty = {'slo_rows': [], 'capacity': [], 'crossover': [], 'schedule': [], 'pareto': [], 'baseline': 'AR'}
+    lines = pays_markdown({'pays': empty})
+    assert lines[0] == '## Where speculation pays' and 'no run measured' in lines[-2]
+    assert pays_markdown({'pays': None}) == [] and pays_markdown({}) == []
