@@ -207,6 +207,10 @@ def generate(results_root, campaign, output_dir, layout=None, hosts=None, compar
         lines.append('%s TP%s %s: best checkpoint %s (step %s), overall speedup %.2fx%s' % (
             best['host'], best['tp'], best['setting'], best['checkpoint']['name'], best['checkpoint']['step'], overall['speedup'],
             ' [%.2f, %.2f]' % (overall['speedup_ci_low'], overall['speedup_ci_high']) if overall['speedup_ci_low'] is not None else ''))
+    for row in (pays or {}).get('capacity') or []:
+        lines.append('%s TP%s %s: capacity at SLO %s %s%s' % (
+            row['host'], row['tp'], row['setting'], row['kind'], '%g' % row['capacity'] if row['capacity'] is not None else 'none',
+            ', %.2fx %s' % (row['gain'], pays['baseline']) if row['gain'] is not None and row['baseline_stage'] != row['stage'] else ''))
     for item in skipped:
         lines.append('skipped %s: %s' % (item['path'], item['reason']))
     return {'files': files, 'changed': changed, 'report': report, 'plots_skipped': plots_skipped, 'lines': lines,

@@ -309,6 +309,7 @@ def test_report_md_has_the_section_and_the_files_and_plots_are_there(campaign):
         assert name in files
         if name.endswith('.png'):
             assert '(%s)' % name in section
+    assert 'ct200 TP1 DFlash n=16: capacity at SLO concurrency 16, 2.00x AR' in campaign['made']['lines']
     doc = json.loads((campaign['out'] / 'results.json').read_text())
     assert sorted(doc['pays']) == ['baseline', 'capacity', 'crossover', 'pareto', 'schedule', 'slo_rows']
 
