@@ -118,7 +118,7 @@ def write_arrivals(params, count):
     path = arrivals_path(params['output_dir'], dataset_name(params), params['temperature'], params['concurrency'],
                          params['request_rate'])
     times = arrival_times(params['seed'], count, params['request_rate'], params['burstiness'])
-    atomic_write(path, arrivals_text(times) + '\n', unchanged_ok=True)
+    atomic_write(path, arrivals_text(times), unchanged_ok=True)
     return path
 
 
