@@ -49,7 +49,7 @@ RESULTS_LAYOUT = {
     # where PID 1 is not systemd: the supervisor's definition of the server, as it ran
     'service': 'service.json',
     'journal': 'journal.txt',
-    # the load family (issue 32): open-loop runs at a request rate and the extra closed-loop concurrencies, named with
+    # the load family: open-loop runs at a request rate and the extra closed-loop concurrencies, named with
     # the rate ({rate}: rate_tag) so the grid's result-...-c{concurrency}-r{repeat}.json names never match them
     'load_result': 'result-{dataset}-t{temperature}-c{concurrency}-q{rate}-r{repeat}.json',
     'load_raw': 'raw-{dataset}-t{temperature}-c{concurrency}-q{rate}-r{repeat}.jsonl',

@@ -17,7 +17,9 @@ over request rates):
   (bound_by 'max_seconds'); a bisection that reaches its resolution ends with bound_by 'resolution'.
 A point is slo.evaluate_point's dict plus 'runs' (the harness runs it cost). The capacity's interval is by the points
 sure of their side (their Student-t interval wholly below or above the limit): capacity_low the largest sure pass,
-capacity_high one resolution below the smallest sure fail (hi when none).
+capacity_high one resolution below the smallest sure fail for a concurrency (integers), the smallest sure-fail rate itself
+for a request rate (a supremum: the bisection stops within one resolution of it, so a resolution below could fall under
+the capacity); never below the capacity, hi when no point sure-fails.
 """
 
 from __future__ import annotations
@@ -127,7 +129,9 @@ def summarize(points, kind, lo, hi, resolution, max_runs, max_seconds, bound_by,
     capacity_high = hi
     if sure_fails:
         lowest = min(sure_fails)
-        capacity_high = lowest - resolution if kind == 'concurrency' else _round_rate(lowest / (1.0 + resolution))
+        capacity_high = lowest - resolution if kind == 'concurrency' else lowest
+        if capacity is not None:
+            capacity_high = max(capacity_high, capacity)
     above = sorted((point for point in points if not point['passed'] and (capacity is None or point['value'] > capacity)),
                    key=lambda point: point['value'])
     at = [point for point in points if point['value'] == capacity]

@@ -127,11 +127,13 @@ def test_a_rate_search_bisects_geometrically_within_its_relative_resolution(thre
     assert len(found['points']) <= 8 + math.ceil(math.log2(math.log(2) / math.log(1.1)))
 
 
-def test_a_rate_searchs_upper_end_is_a_relative_step_below_its_lowest_sure_failure():
-    server = Server(10.0)
+@pytest.mark.parametrize('threshold', [3.3, 10.0, 19.1, 40.0])
+def test_a_rate_searchs_upper_end_is_its_lowest_sure_failure_never_below_the_capacity(threshold):
+    server = Server(threshold)
     found = load_search.search(server, 1.0, 64.0, kind='request_rate', resolution=0.25, clock=server.clock)
     lowest_fail = min(p['value'] for p in found['points'] if p['sure'] == 'fail')
-    assert found['capacity_high'] == pytest.approx(lowest_fail / 1.25, rel=1e-5)
+    assert found['capacity_high'] == lowest_fail
+    assert found['capacity_low'] <= found['capacity'] <= threshold < found['capacity_high']
 
 
 @pytest.mark.parametrize('kwargs, message', [
