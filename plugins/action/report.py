@@ -9,6 +9,7 @@ Nothing runs on a host. The logic is in the plugin_utils/report/ package; this f
 
 from __future__ import annotations
 
+import json
 import os
 
 from ansible.errors import AnsibleActionFail
@@ -20,11 +21,25 @@ from ansible.utils.display import Display
 from ansible_collections.specdec.bench.plugins.plugin_utils.report import BASELINE_METHOD, ReportError, generate
 from ansible_collections.specdec.bench.plugins.plugin_utils.report.checkpoints import evaluation
 from ansible_collections.specdec.bench.plugins.plugin_utils.report.keys import DEFAULT_NOISY_CV
+from ansible_collections.specdec.bench.plugins.plugin_utils.report.schedule_check import edge_line
 
 display = Display()
 # One warning per skipped file up to this many; all of them are in skipped_files and report.md.
 MAX_SKIPPED_WARNINGS = 10
-ARGS = ('campaign', 'results_dir', 'output_dir', 'hosts', 'compare_to', 'baseline_method', 'plots', 'noisy_cv')
+ARGS = ('campaign', 'results_dir', 'output_dir', 'hosts', 'compare_to', 'baseline_method', 'plots', 'noisy_cv', 'schedule_check')
+
+
+def read_schedule(path):
+    """An earlier report's schedule.json, checked to be a list of schedule entries; AnsibleActionFail naming the option."""
+    try:
+        with open(path, encoding='utf-8') as handle:
+            schedule = json.load(handle)
+    except (OSError, ValueError) as exc:
+        raise AnsibleActionFail('schedule_check: cannot read %s (%s); allowed: the schedule.json a report wrote' % (path, exc)) from exc
+    if not isinstance(schedule, list) or not all(isinstance(entry, dict) and isinstance(entry.get('bands'), list) for entry in schedule):
+        raise AnsibleActionFail('schedule_check: %s is not a schedule; allowed: the schedule.json a report wrote (a list of '
+                                '{host, tp, dataset, temperature, bands})' % path)
+    return schedule
 
 
 class ActionModule(ActionBase):
@@ -51,12 +66,16 @@ class ActionModule(ActionBase):
             except ValueError as exc:
                 raise AnsibleActionFail('noisy_cv is %r; allowed: a coefficient of variation, a number above 0 and at most 1' % (noisy_cv,)) from exc
         output_dir = os.path.abspath(os.path.expanduser(to_text(args['output_dir'])))
+        schedule, schedule_path = None, args.get('schedule_check') or None
+        if schedule_path is not None:
+            schedule = read_schedule(os.path.abspath(os.path.expanduser(to_text(schedule_path))))
         results_dir = os.path.abspath(os.path.expanduser(to_text(args['results_dir'])))
         try:
             made = generate(
                 results_dir, args['campaign'], output_dir,
                 hosts=hosts, compare_to=args.get('compare_to') or None,
-                baseline_method=args.get('baseline_method') or BASELINE_METHOD, plots=plots, noisy_cv=noisy_cv)
+                baseline_method=args.get('baseline_method') or BASELINE_METHOD, plots=plots, noisy_cv=noisy_cv,
+                schedule_check=schedule, schedule_name=schedule_path)
         except (ReportError, ImportError) as exc:  # ImportError: numpy or scipy missing on the controller, named
             raise AnsibleActionFail(str(exc)) from exc
         except OSError as exc:
@@ -85,6 +104,13 @@ class ActionModule(ActionBase):
         if made['evaluation']:  # a checkpoint sweep: its summary, for the training host
             result['evaluation'] = made['evaluation']
             result['best_checkpoint'] = evaluation(report)['best']
+        check = report.get('schedule_check')
+        if check is not None:
+            result['schedule_check'] = check
+            if not check['passed']:
+                bad = [edge_line(edge) for edge in check['edges'] if edge['verdict'] in ('reversed', 'missing')]
+                result.update(failed=True, msg='the schedule %s does not hold at its band edges (the report is written): %s'
+                              % (schedule_path, '; '.join(bad)))
         if made['plots_skipped']:
             result['plots_skipped'] = made['plots_skipped']
             if plots:

@@ -119,6 +119,17 @@ options:
     type: float
     default: 0.05
     version_added: 0.4.0
+  schedule_check:
+    description:
+      - The path of an earlier report's C(schedule.json) that this campaign measured again at its band edges (a campaign
+        whose spec P(specdec.bench.schedule_check_spec#filter) made from the schedule's). Where two bands meet, each
+        band's setting is compared with its neighbour's at the band's own edge (output throughput ratio, Fieller's 95%
+        interval over the repeats): V(holds) above 1.0, V(tie) when the interval contains 1.0, V(reversed) below it,
+        V(missing) when a setting has no measured row there.
+      - Writes C(schedule-check.json) and the section "Schedule check" of C(report.md), returns RV(schedule_check), and
+        fails (after writing the report) when a comparison is reversed or missing, naming each.
+    type: path
+    version_added: 0.4.0
 requirements:
   - matplotlib on the controller for the plots (optional).
   - numpy and scipy on the controller for the statistics (in the collection's requirements.txt).
@@ -147,6 +158,23 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+schedule_check:
+  description: With O(schedule_check), the check of that schedule (also in C(schedule-check.json)).
+  returned: when O(schedule_check) is set
+  type: dict
+  contains:
+    passed:
+      description: No comparison reversed or missing.
+      type: bool
+    edges:
+      description: >-
+        Each comparison: C(host), C(tp), C(dataset), C(temperature), C(concurrency), C(stage) (the schedule's setting
+        there), C(other_stage) (the neighbouring band's), C(ratio), C(low), C(high), C(repeats), C(verdict).
+      type: list
+      elements: dict
+  sample: {passed: true, entries: 1, checked: 2, reversed: 0, missing: 0, schedule: reports/qwen36-sim-load/schedule.json,
+           edges: [{host: ct200, tp: 1, dataset: random, temperature: 0.0, concurrency: 4, stage: tp1-ddtree-b32-k4,
+                    other_stage: tp1-autoregressive, ratio: 1.31, low: 1.22, high: 1.41, repeats: 2, verdict: holds}]}
 files:
   description: Every file the report consists of, name to path.
   returned: success

@@ -45,6 +45,7 @@ from .pays import CAPACITY_KEYS, CROSSOVER_KEYS, pays_report, SLO_KEYS
 from .plots import PLOT_CACHE, read_plot_cache, render_plot_cache, write_plots
 from .read import find_hosts, MEASURED, read_host
 from .rows import build_report
+from .schedule_check import check_schedule
 from .tables import named_runs
 from .why import csv_rows as why_csv_rows, WHY_KEYS
 
@@ -111,7 +112,7 @@ def check_noisy_cv(value):
 
 
 def generate(results_root, campaign, output_dir, layout=None, hosts=None, compare_to=None, baseline_method=BASELINE_METHOD,
-             plots=True, noisy_cv=DEFAULT_NOISY_CV):
+             plots=True, noisy_cv=DEFAULT_NOISY_CV, schedule_check=None, schedule_name=None):
     """Read, build and write the report. Returns {'files': {name: path}, 'changed': [names], 'report': report,
     'plots_skipped': reason or None, 'lines': summary lines, 'skipped_files': [{'path', 'reason'}] of this campaign
     and of compare_to, paths relative to results_root, 'evaluation': the path of evaluation.json or None}. The files
@@ -120,7 +121,9 @@ def generate(results_root, campaign, output_dir, layout=None, hosts=None, compar
     are written only when the campaign has the load family and they have rows (pays.py).
 
     layout: the file names of the results folders, RESULTS_LAYOUT when None. noisy_cv: the coefficient of variation
-    over the repeats above which a row is marked noisy.
+    over the repeats above which a row is marked noisy. schedule_check: an earlier report's schedule (schedule.json's
+    list) that this campaign measured again at its band edges (schedule_check.py; schedule_name names it in the
+    report): report['schedule_check'], schedule-check.json and report.md's "Schedule check".
     """
     check_id('campaign', campaign)
     noisy_cv = check_noisy_cv(noisy_cv)
@@ -142,6 +145,8 @@ def generate(results_root, campaign, output_dir, layout=None, hosts=None, compar
     pays = pays_report(report, host_data, baseline_method)
     if pays is not None:  # the load family (SLOs, load runs, searches): results.json, report.md and its own files show it
         report['pays'] = pays
+    if schedule_check is not None:  # this campaign re-measured a schedule at its band edges
+        report['schedule_check'] = dict(check_schedule(schedule_check, report['rows']), schedule=schedule_name)
     # Everything is made in memory first and written as a set at the end: a failure on the way writes nothing.
     outputs, files = {}, {}
 
@@ -172,6 +177,8 @@ def generate(results_root, campaign, output_dir, layout=None, hosts=None, compar
             write(name, render_csv(pays[key], columns))
     if (pays or {}).get('schedule'):
         write('schedule.json', render_schedule(pays['schedule']))
+    if schedule_check is not None:
+        write('schedule-check.json', render_schedule(report['schedule_check']))
     write('report.md', render_markdown(report, plot_files))
     write('report.tex', render_latex(report))
     evaluation = render_evaluation(report, _file_bytes(os.path.join(output_dir, EVALUATION)))

@@ -20,6 +20,7 @@ from .markdown_sections import (
     _fmt, _fmt_ci, _markdown_energy, _md_code, _tau, checkpoint_markdown, interference_markdown, md_escape,
     paper_markdown, time_markdown)
 from .markdown_pays import pays_markdown
+from .schedule_check import check_markdown
 from .markdown_why import why_markdown
 from .read import MEASURED
 from .tables import _groups, _markers_used, _per_request, _repeated, named_runs, setting_table
@@ -106,6 +107,7 @@ def render_markdown(report, plots=None):
     lines += checkpoint_markdown(report, plots)  # a checkpoint sweep (checkpoints), [] without one
     lines += why_markdown(report, plots)  # acceptance, the papers' speedup, verify cost, cache hits; [] without a measured row
     lines += pays_markdown(report, plots)  # capacity at SLO, crossover, goodput, schedule; [] without the load family
+    lines += check_markdown(report.get('schedule_check'), md_escape, _md_code)  # a schedule re-measured; [] without one
     for host in report['hosts']:
         env = host['environment']
         lines += ['## Host %s' % _md_code(host['host']), '']

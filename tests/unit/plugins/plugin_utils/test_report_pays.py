@@ -369,3 +369,26 @@ def test_a_load_plan_with_nothing_measured_says_so():
     lines = pays_markdown({'pays': empty})
     assert lines[0] == '## Where speculation pays' and 'no run measured' in lines[-2]
     assert pays_markdown({'pays': None}) == [] and pays_markdown({}) == []
+
+
+def test_a_schedule_checked_against_the_rows_it_came_from_holds(campaign, tmp_path):
+    schedule = json.loads((campaign['out'] / 'schedule.json').read_text())
+    made = generate(str(campaign['root']), 'pays', str(tmp_path / 'check'), plots=False, schedule_check=schedule,
+                    schedule_name='schedule.json')
+    check = made['report']['schedule_check']
+    assert check['passed'] and check['entries'] == 1 and check['checked'] == 0  # one band: no edge
+    assert json.loads((tmp_path / 'check' / 'schedule-check.json').read_text())['passed'] is True
+    assert '## Schedule check' in (tmp_path / 'check' / 'report.md').read_text()
+
+
+def test_a_schedule_whose_band_loses_at_its_edge_fails_the_check(campaign, tmp_path):
+    schedule = json.loads((campaign['out'] / 'schedule.json').read_text())
+    ddtree = dict(schedule[0]['bands'][0], to=4)
+    ar = dict(ddtree, **{'from': 16, 'to': 16, 'stage': 'tp1-autoregressive', 'method': 'autoregressive', 'params': {}})
+    made = generate(str(campaign['root']), 'pays', str(tmp_path / 'check'), plots=False,
+                    schedule_check=[dict(schedule[0], bands=[ddtree, ar])])
+    check = made['report']['schedule_check']
+    verdicts = dict((edge['concurrency'], edge['verdict']) for edge in check['edges'])
+    assert verdicts[4] in ('holds', 'tie') and verdicts[16] == 'reversed' and not check['passed']
+    text = (tmp_path / 'check' / 'report.md').read_text()
+    assert '**failed**: 1 comparison(s) reversed' in text
