@@ -66,6 +66,9 @@ demo: sim-up
 	$(BIN)/ansible-playbook -i $(SIM_INVENTORY) playbooks/site.yml -e @campaigns/sim.yml
 	@# where speculation pays on the CT200: TP1 under load, SLOs, the capacity search, the crossover and a schedule
 	$(BIN)/ansible-playbook -i $(SIM_INVENTORY) playbooks/site.yml -e @campaigns/sim-load.yml
+	@# the schedule it wrote, measured again at its band edges on fresh servers: the check's report fails on a reversal
+	$(BIN)/ansible-playbook -i $(SIM_INVENTORY) playbooks/schedule_check.yml -e @campaigns/sim-load.yml
+	$(BIN)/ansible-playbook -i $(SIM_INVENTORY) playbooks/site.yml -e @reports/qwen36-sim-load/schedule-check.yml
 	@# the loop from training to benchmark: a short training run on the A100 box writes six draft checkpoints, then
 	@# playbooks/evaluate.yml copies them to the CT200, measures each against one AR baseline and reports tau vs step
 	$(BIN)/ansible-playbook -i $(SIM_INVENTORY) playbooks/train.yml -l a100box -e @tests/sim/trainer/a100box-checkpoints.yml
@@ -75,6 +78,7 @@ demo: sim-up
 	@echo
 	@echo "Report:  $(CURDIR)/reports/qwen36-sim/report.md (with results.csv, results.json, report.tex and the plots)"
 	@echo "Load:    $(CURDIR)/reports/qwen36-sim-load/report.md (capacity at SLO, crossover, schedule.json)"
+	@echo "Check:   $(CURDIR)/reports/qwen36-sim-load-check/report.md (the schedule at its band edges: Schedule check)"
 	@echo "Results: $(CURDIR)/results/<host>/qwen36-sim/ (collected); on the hosts in /root/bench_results/qwen36-sim/"
 	@echo "Checkpoints: $(CURDIR)/reports/eval-dflash-ckpt/report.md (tau and speedup against training step, the best named)"
 	@echo "The simulated hosts keep running: podman exec specdec-demo-ct200 nvidia-smi; make sim-down removes them."
