@@ -67,6 +67,10 @@ def progress_lines(stage, progress, seen):
         line = '%s: %s (%d of %s)' % (stage, run.get('label', '?'), position + 1, progress.get('runs_total', '?'))
         if run.get('failed'):
             line += ' failed'
+        elif 'bound_by' in run:  # a capacity search: its capacity and why it stopped
+            capacity = run.get('capacity')
+            line += ' capacity %s (%s point(s), stopped by %s)' % (
+                '%g' % capacity if isinstance(capacity, (int, float)) else 'none', run.get('points', '?'), run['bound_by'])
         else:
             line += ' %s tok/s' % _number(run.get('output_throughput'))
             if run.get('accept_length') is not None:

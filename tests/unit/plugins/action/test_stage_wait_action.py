@@ -39,6 +39,16 @@ def test_each_event_is_printed_once_as_it_happens():
     assert progress_lines('s', two, seen) == []
 
 
+def test_a_capacity_search_prints_its_capacity_and_why_it_stopped():
+    seen = {'phase': 'running'}
+    searches = {'phase': 'running', 'runs_total': 2, 'runs': [
+        {'label': 'random t0 search concurrency', 'capacity': 12, 'bound_by': 'resolution', 'points': 9, 'elapsed_s': 80.0},
+        {'label': 'random t0 search request_rate', 'capacity': None, 'bound_by': 'lowest_fails', 'points': 1, 'elapsed_s': 5.0}]}
+    assert progress_lines('s', searches, seen) == [
+        's: random t0 search concurrency (1 of 2) capacity 12 (9 point(s), stopped by resolution) in 80.0 s',
+        's: random t0 search request_rate (2 of 2) capacity none (1 point(s), stopped by lowest_fails) in 5.0 s']
+
+
 def test_each_poll_hands_back_what_the_last_answer_saw():
     """The long poll answers at once for a change it did not report yet only if the action passes back each job's
     `seen` stamp; a finished job is polled no more."""
