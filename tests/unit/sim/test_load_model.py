@@ -17,9 +17,15 @@ Two references, both from the fixture's own columns:
   within a factor 1.3 at every cell.
 And where the factor first exceeds a tau of 3 or 5 (the acceptance length a method must beat) is within one doubling
 of the batch where the measured one does, for draft widths 16 (DFlash n=16) to 128 (DDTree B=128).
+
+Then the simulated CT200's speedup over batch 1..64 (where it crosses 1.0, by draft width), and queueing: the
+emulator's scheduler (_sim_engine.Engine) stepped by hand in modelled time under seeded Poisson arrivals.
 """
 
 import csv
+import queue
+import random
+import statistics
 import sys
 from pathlib import Path
 
@@ -28,6 +34,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(REPO / "tests" / "sim" / "sglang_emulator"))
 
+from sglang import _sim_engine as sim_engine  # noqa: E402  pylint: disable=wrong-import-position,import-error
 from sglang import _sim_model as sim_model  # noqa: E402  pylint: disable=wrong-import-position,import-error
 
 FIXTURE = REPO / "tests" / "fixtures" / "h200-verify-cost" / "verify_cost.csv"
@@ -144,3 +151,91 @@ def test_the_simulated_ct200_speedups_cross_one_in_a_plausible_range():
     assert 24 <= dflash <= 48, dflash
     assert all(4 <= batch <= 32 for batch in trees), trees
     assert dflash > trees[0] > trees[1] > trees[2], (dflash, trees)
+
+
+class ModelledClock:
+    """The emulator's scheduler (_sim_engine.Engine) stepped by hand in modelled time: each step's _spend adds its
+    modelled milliseconds to the clock instead of sleeping, and requests join the queue when the clock reaches their
+    arrival (an open loop). The steps are the scheduler loop's own: a prefill batch while any request waits, else a
+    decode step of every running request."""
+
+    def __init__(self, wl, hw):
+        self.now_ms = 0.0
+        self.workload = wl
+        self.engine = sim_engine.Engine(hw, wl, lambda message, warning=False: None, time_scale=0.0)
+        self.engine.power = None
+        self.engine._spend = self.spend  # pylint: disable=protected-access
+
+    def spend(self, ms):
+        self.now_ms += ms
+
+    def run(self, arrivals_ms, prompt_tokens=128, output_tokens=32):
+        """Each request's (TTFT, end-to-end latency) in modelled ms: from its arrival to the end of the prefill step that
+        gave its first token, and to the end of the step that gave its last; and the running batch at every step."""
+        engine, pending, first, last, batches = self.engine, list(enumerate(arrivals_ms)), {}, {}, []
+        live = []
+        while pending or engine.waiting or engine.running:
+            while pending and pending[0][1] <= self.now_ms:
+                index, _at = pending.pop(0)
+                live.append(sim_engine.GenRequest("r%d" % index, prompt_tokens, output_tokens, index, self.workload, queue.Queue()))
+                engine.submit(live[-1])
+            if not engine.waiting and not engine.running:
+                self.now_ms = pending[0][1]
+                continue
+            batch = engine._take_prefill_batch()  # pylint: disable=protected-access
+            if batch:
+                engine._prefill(batch, len(engine.running), len(engine.waiting))  # pylint: disable=protected-access
+                first.update((int(req.rid[1:]), self.now_ms) for req in batch)
+            else:
+                batches.append(len(engine.running))
+                engine._decode(list(engine.running), len(engine.waiting))  # pylint: disable=protected-access
+            last.update((int(req.rid[1:]), self.now_ms) for req in live if req.finished)
+            live = [req for req in live if not req.finished]
+        return ([first[index] - at for index, at in enumerate(arrivals_ms)], [last[index] - at for index, at in enumerate(arrivals_ms)],
+                batches)
+
+
+def poisson_ms(rate, count, seed=7):
+    """Seeded Poisson arrivals (ms) at rate requests per second."""
+    rng, now, out = random.Random(seed), 0.0, []
+    for _request in range(count):
+        now += rng.expovariate(rate) * 1e3
+        out.append(now)
+    return out
+
+
+QWEN = {"model_bytes": sim_model.guess_model_bytes("Qwen/Qwen3.6-27B"), "draft_bytes": 4e9}
+
+
+@pytest.mark.parametrize("method", [sim_model.AUTOREGRESSIVE, "DDTREE"])
+def test_ttft_grows_with_the_offered_rate(method):
+    rtx = sim_model.hardware_for(RTX)
+    wl = sim_model.Workload(method=method, **QWEN)
+    p95 = [slo_percentile(ModelledClock(wl, rtx).run(poisson_ms(rate, 120))[0], 95) for rate in (1.0, 4.0, 16.0, 64.0)]
+    assert all(a < b for a, b in zip(p95, p95[1:])), p95
+    assert p95[-1] > 3 * p95[0], p95  # prefill batches grow, and each waits for a longer step in flight
+
+
+def test_past_its_capacity_a_method_piles_up_requests():
+    """On the CT200, 128-token prompts, 32 new tokens: at 2 requests a second DDTree B=64 serves each request faster
+    than AR with a small batch; at 8 a second, past what its wide verify steps complete (SGLang admits every arrival
+    into the running batch, prefill first), its batch swells and its latency passes AR's, which copes."""
+    rtx = sim_model.hardware_for(RTX)
+    ddtree, ar = sim_model.Workload(method="DDTREE", **QWEN), sim_model.Workload(**QWEN)
+    figures = {}
+    for name, wl in (("ddtree", ddtree), ("ar", ar)):
+        for rate in (2.0, 8.0):
+            _ttft, e2e, batches = ModelledClock(wl, rtx).run(poisson_ms(rate, 120))
+            figures[(name, rate)] = (statistics.median(e2e), max(batches))
+    assert figures[("ddtree", 2.0)][1] <= 6 and figures[("ddtree", 2.0)][0] < figures[("ar", 2.0)][0] / 2, figures
+    assert figures[("ddtree", 8.0)][0] > 2 * figures[("ar", 8.0)][0], figures
+    assert figures[("ddtree", 8.0)][1] > 2 * figures[("ar", 8.0)][1], figures
+
+
+def slo_percentile(values, p):
+    """The p-th percentile, linear between closest ranks (numpy's default)."""
+    ordered = sorted(values)
+    rank = (len(ordered) - 1) * p / 100.0
+    low = int(rank)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
