@@ -20,7 +20,7 @@ for every run. On that one server:
 - the capacity search (plugins/module_utils/_stage/load_search.search: bracket by doubling from 1, then bisect to
   resolution 1), each point a fresh run judged the same way;
 - open loop: at each --rates (requests per second of the modelled GPU; Poisson arrivals from bench_run's seeded
-  schedule, at most --max-concurrency in flight), TTFT p95 and TPOT: the queue a server builds past its capacity.
+  schedule, at most --max-concurrency in flight), TTFT p95 and TPOT: how latency grows with the offered load.
 Then the table: each method's capacity from both and the harness runs each used; and the crossover (DDTree's output
 throughput over AR's at the same concurrency falling to 1.0) from the sweep's every concurrency and from the
 concurrencies both searches measured, by the report's own plugins/plugin_utils/report/pays.crossover (linear in
