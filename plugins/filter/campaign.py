@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ansible_collections.specdec.bench.plugins.filter.stage import campaign_waves
+from ansible_collections.specdec.bench.plugins.filter.stage import campaign_waves, load_work
 
 # What makes a stage's results that stage's: a stage recorded in campaign.json with other values is another experiment.
 # Not `repeats`: more repeats of the same experiment fill it in.
@@ -34,9 +34,13 @@ def recorded_repeats(status):
 
 def stage_done(stage, status):
     """Whether a planned stage is finished by its recorded status: ok with at least the planned repeats (a stage's
-    `repeats`, 1 when it names none), or infeasible while the plan still finds it so."""
+    `repeats`, 1 when it names none) and, when its plan asks for a load study (stage.load_work), the same load recorded
+    (a rerun measures what is missing: every run already measured is reused), or infeasible while the plan still finds
+    it so."""
     found = (status or {}).get('status') if isinstance(status, Mapping) else None
     if found == _DONE:
+        if load_work(stage.get('load')) and status.get('load') != stage.get('load'):
+            return False  # its load study (rates, crossover points, searches) is not the one planned: the stage runs again
         return recorded_repeats(status) >= (stage.get('repeats') or 1)
     return found == _INFEASIBLE and not stage.get('feasible')
 

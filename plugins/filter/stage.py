@@ -185,6 +185,12 @@ def _check_burstiness(stage, settings):
               'builtin: SGLang\'s benchmark client draws Poisson arrivals only (burstiness 1.0)')
 
 
+def load_work(load):
+    """True when a stage's plan `load` asks for harness runs beyond the grid: open-loop rates, crossover
+    concurrencies or a capacity search (an SLO alone is read off the grid's runs)."""
+    return bool(isinstance(load, Mapping) and (load.get('request_rates') or load.get('crossover_concurrency') or load.get('search')))
+
+
 def stage_run_args(stage, settings, wave=None):
     """The options of one specdec.bench.stage_run call for a stage of the plan (settings: the bench_stage role's, see
     SETTINGS; wave: the ids of the stages started with it, itself included)."""
@@ -213,7 +219,7 @@ def stage_run_args(stage, settings, wave=None):
     wave = list(wave or [stage['id']])
     directory = stage_dir(stage, settings)
     datasets = settings.get('datasets') or [RANDOM]
-    return {
+    args = {
         'dir': directory,
         'keep': list(settings['keep']),
         'unit': stage['unit'],
@@ -245,6 +251,10 @@ def stage_run_args(stage, settings, wave=None):
         'lease_file': '%s/%s/%s.lease' % (settings['stages_dir'], settings['campaign'], stage['id']),
         'lease_timeout': lease,
     }
+    if load_work(stage.get('load')):
+        # the load study it ran: the campaign counts the stage done only when its status records the plan's load
+        args['status']['load'] = stage['load']
+    return args
 
 
 def stage_wave_line(stages, label=''):

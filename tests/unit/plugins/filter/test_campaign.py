@@ -152,6 +152,19 @@ def test_an_ok_stage_is_done_only_with_the_planned_repeats():
     assert campaign_done(planned, status, force=True) == []
 
 
+def test_an_ok_stage_is_done_only_with_the_load_study_its_plan_asks_for():
+    load = {'request_rates': [2.0], 'burstiness': 1.0, 'max_concurrency': 4, 'slo': None, 'search': None, 'crossover_concurrency': []}
+    slo_only = dict(load, request_rates=[], slo={'tpot_ms': {'p': 95.0, 'max': 50.0}})
+    ok = {'status': 'ok', 'repeats': 1}
+    # a load study added to a finished stage: it runs again (its measured runs are reused), until its status records it
+    assert campaign_done([dict(PLAN[0], load=load)], {'stages': {'tp1-autoregressive': ok}}) == []
+    assert campaign_done([dict(PLAN[0], load=load)], {'stages': {'tp1-autoregressive': dict(ok, load=load)}}) == ['tp1-autoregressive']
+    changed = dict(load, request_rates=[2.0, 4.0])
+    assert campaign_done([dict(PLAN[0], load=changed)], {'stages': {'tp1-autoregressive': dict(ok, load=load)}}) == []
+    # an SLO alone is read off the grid's runs: nothing more to measure
+    assert campaign_done([dict(PLAN[0], load=slo_only)], {'stages': {'tp1-autoregressive': ok}}) == ['tp1-autoregressive']
+
+
 def test_raising_repeats_is_not_a_spec_change():
     assert campaign_spec_changes([dict(PLAN[0], repeats=3)], [dict(PLAN[0], repeats=1)]) == []
     assert campaign_spec_changes([dict(PLAN[0], repeats=3)], [PLAN[0]]) == []
