@@ -19,7 +19,9 @@ each figure and names its reference.
   (output throughput over AR's) falls to 1.0 (crossover()), from the grid's rows (speedup and Fieller interval) and the
   load family's closed-loop runs that the setting and its AR baseline both measured (Fieller over the repeats).
 - schedule: per host, TP, dataset and temperature, per concurrency that every setting measured, the setting with the
-  highest output throughput (AR included), merged into bands of consecutive concurrencies with the same best; with two runs or more an
+  highest output throughput (AR included), the setting before kept while the highest is not significantly faster than it
+  (Fieller's 95% interval of their ratio reaches 1.0: steady_best), merged into bands of consecutive concurrencies with
+  the same best; with two runs or more an
   'all' schedule ranks by the geometric mean over the runs of the throughput over AR's.
 pays_report puts it together; None when no stage has an SLO, a search, load files or a load plan (the report is then
 what it was).
@@ -34,7 +36,7 @@ from ansible_collections.specdec.bench.plugins.module_utils._common import finit
 from .keys import BASELINE_METHOD, METHOD_NAMES
 from .read import interference_of, LOAD_RESULT, MEASURED, slo_of
 from .rows import setting_label
-from .stats import fieller
+from .stats import fieller, fieller_moments
 
 
 # The columns of results-slo.csv, capacity.csv and crossover.csv.
@@ -340,26 +342,56 @@ def schedule(report, host_data, baseline_method=BASELINE_METHOD):
     for row in report['rows']:
         if row['status'] == MEASURED and row['output_throughput'] is not None:
             runs = measured.setdefault((row['host'], row['tp']), {})
-            runs.setdefault((row['dataset'], row['temperature']), {}).setdefault(row['concurrency'], {})[row['stage']] = row['output_throughput']
+            runs.setdefault((row['dataset'], row['temperature']), {}).setdefault(row['concurrency'], {})[row['stage']] = (
+                row['output_throughput'], row.get('output_throughput_sd'), row.get('repeats'))
     for (host, stage_id), runs in loads.items():
         tp = stages[(host, stage_id)].get('tp')
         if (host, tp) not in measured:
             continue
         for (dataset, temperature, concurrency), values in runs.items():
             cell = measured[(host, tp)].setdefault((dataset, temperature), {}).setdefault(concurrency, {})
-            cell.setdefault(stage_id, _mean(values))
+            cell.setdefault(stage_id, (_mean(values), _sd(values), len(values)))
     out = []
     for (host, tp), runs in sorted(measured.items(), key=lambda item: (item[0][0], item[0][1] or 0)):
         for run, cells in list(runs.items()):  # a concurrency that only some settings measured (a search's point) is no fair match
             settings = set().union(*cells.values())
             runs[run] = dict((c, cell) for c, cell in cells.items() if set(cell) == settings)
         for (dataset, temperature), cells in sorted(runs.items()):
-            best = [(c, (host, max(sorted(cell), key=cell.get))) for c, cell in sorted(cells.items())]
+            best = [(c, (host, stage_id)) for c, stage_id in steady_best(cells)]
             out.append({'host': host, 'tp': tp, 'dataset': dataset, 'temperature': temperature, 'bands': _bands(best, stages)})
         if len(runs) > 1:
             best = _best_over_runs(host, runs, stages, baseline_method)
             if best:
                 out.append({'host': host, 'tp': tp, 'dataset': 'all', 'temperature': None, 'bands': _bands(best, stages)})
+    return out
+
+
+def _sd(values):
+    """The sample standard deviation (ddof=1) of values; None for fewer than two."""
+    if len(values) < 2:
+        return None
+    mean = sum(values) / len(values)
+    return math.sqrt(sum((value - mean) ** 2 for value in values) / (len(values) - 1))
+
+
+def _not_faster(top, current):
+    """True when top (mean, sd, n) is not significantly faster than current: Fieller's 95% interval of top / current
+    reaches down to 1.0 (None without an interval: the point estimates decide)."""
+    interval = fieller_moments(top[0], top[1], top[2], current[0], current[1], current[2])
+    return interval is not None and interval['low'] is not None and interval['low'] <= 1.0
+
+
+def steady_best(cells):
+    """[(concurrency, stage)]: per concurrency (cells {c: {stage: (mean, sd, n)}}) the setting with the highest mean
+    output throughput, except that the setting of the concurrency before is kept while the highest is not significantly
+    faster than it (_not_faster): a band changes its setting on evidence, not on noise."""
+    out, current = [], None
+    for concurrency, cell in sorted(cells.items()):
+        top = max(sorted(cell), key=lambda stage_id: cell[stage_id][0])
+        if current in cell and current != top and _not_faster(cell[top], cell[current]):
+            top = current
+        out.append((concurrency, top))
+        current = top
     return out
 
 
@@ -375,7 +407,7 @@ def _best_over_runs(host, runs, stages, baseline_method):
         common = set.intersection(*[set(cell) for cell in cells])
         if None in bases or not common:
             continue
-        score = dict((stage_id, sum(math.log(cell[stage_id] / base) for cell, base in zip(cells, bases))) for stage_id in common)
+        score = dict((stage_id, sum(math.log(cell[stage_id][0] / base[0]) for cell, base in zip(cells, bases))) for stage_id in common)
         best.append((concurrency, (host, max(sorted(score), key=score.get))))
     return best
 
