@@ -121,11 +121,11 @@ options:
     version_added: 0.4.0
   schedule_check:
     description:
-      - The path of an earlier report's C(schedule.json) that this campaign measured again at its band edges (a campaign
+      - "The path of an earlier report's C(schedule.json) that this campaign measured again at its band edges (a campaign
         whose spec P(specdec.bench.schedule_check_spec#filter) made from the schedule's). Where two bands meet, each
         band's setting is compared with its neighbour's at the band's own edge (output throughput ratio, Fieller's 95%
         interval over the repeats): V(holds) above 1.0, V(tie) when the interval contains 1.0, V(reversed) below it,
-        V(missing) when a setting has no measured row there.
+        V(missing) when a setting has no measured row there."
       - Writes C(schedule-check.json) and the section "Schedule check" of C(report.md), returns RV(schedule_check), and
         fails (after writing the report) when a comparison is reversed or missing, naming each.
     type: path
