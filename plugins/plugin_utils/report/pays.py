@@ -19,8 +19,8 @@ each figure and names its reference.
   (output throughput over AR's) falls to 1.0 (crossover()), from the grid's rows (speedup and Fieller interval) and the
   load family's closed-loop runs that the setting and its AR baseline both measured (Fieller over the repeats).
 - schedule: per host, TP, dataset and temperature, per concurrency that every setting measured, the setting with the
-  highest output throughput (AR included), the setting before kept while the highest is not significantly faster than it
-  (Fieller's 95% interval of their ratio reaches 1.0: steady_best), merged into bands of consecutive concurrencies with
+  highest output throughput (AR included), a concurrency whose best differs from the setting on both sides of it
+  taking that setting when its best is not significantly faster there (Fieller's 95% interval reaches 1.0: steady_best), merged into bands of consecutive concurrencies with
   the same best; with two runs or more an
   'all' schedule ranks by the geometric mean over the runs of the throughput over AR's.
 pays_report puts it together; None when no stage has an SLO, a search, load files or a load plan (the report is then
@@ -383,16 +383,15 @@ def _not_faster(top, current):
 
 def steady_best(cells):
     """[(concurrency, stage)]: per concurrency (cells {c: {stage: (mean, sd, n)}}) the setting with the highest mean
-    output throughput, except that the setting of the concurrency before is kept while the highest is not significantly
-    faster than it (_not_faster): a band changes its setting on evidence, not on noise."""
-    out, current = [], None
-    for concurrency, cell in sorted(cells.items()):
-        top = max(sorted(cell), key=lambda stage_id: cell[stage_id][0])
-        if current in cell and current != top and _not_faster(cell[top], cell[current]):
-            top = current
-        out.append((concurrency, top))
-        current = top
-    return out
+    output throughput, except that a concurrency whose best differs from the same setting on both sides of it takes
+    that setting when its own best is not significantly faster there (_not_faster): no one-point band on noise."""
+    order = sorted(cells)
+    best = [max(sorted(cells[c]), key=lambda stage_id, c=c: cells[c][stage_id][0]) for c in order]
+    for index in range(1, len(order) - 1):
+        around, cell = best[index - 1], cells[order[index]]
+        if best[index + 1] == around != best[index] and around in cell and _not_faster(cell[best[index]], cell[around]):
+            best[index] = around
+    return list(zip(order, best))
 
 
 def _best_over_runs(host, runs, stages, baseline_method):

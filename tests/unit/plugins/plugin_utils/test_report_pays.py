@@ -120,15 +120,22 @@ def test_schedule_adds_the_closed_loop_load_runs_and_an_all_runs_schedule():
     assert [(b['from'], b['stage']) for b in by_run['all']] == [(1, 'tp1-dflash-n16')]
 
 
-def test_a_band_keeps_its_setting_until_another_is_significantly_faster():
-    # DFlash leads at 1 and 2; at 4 AR's mean is 2% higher but within the noise (sd 20 over 3 repeats): no switch;
-    # at 8 AR is clearly faster: the band changes there
+def test_a_one_point_band_on_noise_joins_its_neighbours_and_a_real_change_stays():
+    # DFlash leads at 1, 2 and 8; at 4 AR's mean is 2% higher but within the noise (sd 20 over 3 repeats): DFlash there
     cells = {1: {'ar': (100.0, 2.0, 3), 'dflash': (250.0, 2.0, 3)}, 2: {'ar': (190.0, 2.0, 3), 'dflash': (300.0, 2.0, 3)},
-             4: {'ar': (510.0, 20.0, 3), 'dflash': (500.0, 20.0, 3)}, 8: {'ar': (900.0, 5.0, 3), 'dflash': (600.0, 5.0, 3)}}
-    assert pays.steady_best(cells) == [(1, 'dflash'), (2, 'dflash'), (4, 'dflash'), (8, 'ar')]
-    # the same means with one repeat each (no interval): the point estimates decide
+             4: {'ar': (510.0, 20.0, 3), 'dflash': (500.0, 20.0, 3)}, 8: {'ar': (600.0, 5.0, 3), 'dflash': (900.0, 5.0, 3)}}
+    assert pays.steady_best(cells) == [(1, 'dflash'), (2, 'dflash'), (4, 'dflash'), (8, 'dflash')]
+    # AR clearly faster at 4: a band of its own
+    cells[4] = {'ar': (700.0, 5.0, 3), 'dflash': (500.0, 5.0, 3)}
+    assert pays.steady_best(cells) == [(1, 'dflash'), (2, 'dflash'), (4, 'ar'), (8, 'dflash')]
+    # a change that lasts is taken where the means say, noisy or not: the best at 4 and at 8 is AR
+    cells[4] = {'ar': (510.0, 20.0, 3), 'dflash': (500.0, 20.0, 3)}
+    cells[8] = {'ar': (900.0, 5.0, 3), 'dflash': (600.0, 5.0, 3)}
+    assert pays.steady_best(cells) == [(1, 'dflash'), (2, 'dflash'), (4, 'ar'), (8, 'ar')]
+    # one repeat each (no interval): the point estimates decide
     single = dict((c, dict((k, (v[0], None, 1)) for k, v in cell.items())) for c, cell in cells.items())
-    assert pays.steady_best(single) == [(1, 'dflash'), (2, 'dflash'), (4, 'ar'), (8, 'ar')]
+    single[8] = {'ar': (600.0, None, 1), 'dflash': (900.0, None, 1)}
+    assert pays.steady_best(single) == [(1, 'dflash'), (2, 'dflash'), (4, 'ar'), (8, 'dflash')]
 
 
 def test_pareto_front_keeps_the_points_no_other_beats_on_both():
