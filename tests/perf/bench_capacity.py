@@ -123,8 +123,8 @@ def measure_setting(label, args, env, work, options, target, opts, concurrencies
         started = time.monotonic()
         sweep = {}
         for concurrency in concurrencies:
-            sweep[concurrency] = judged(*run_once(base, os.path.join(work, '%s-sweep-c%d' % (tag, concurrency)), concurrency, opts), target,
-                                   opts.time_scale)
+            measured = run_once(base, os.path.join(work, '%s-sweep-c%d' % (tag, concurrency)), concurrency, opts)
+            sweep[concurrency] = judged(*measured, target, opts.time_scale)
         sweep_s = time.monotonic() - started
         found, search_s = None, 0.0
         if not opts.no_search:
@@ -237,9 +237,9 @@ def report(measured, labels, opts, concurrencies):
     for point in every:
         c = point['concurrency']
         a, d = base['sweep'][c], mine['sweep'][c]
-        print('| %d | %s | %s | %s | %s | %s | %s | %.2f |' % (c, fmt(a['tpot']), fmt(a['ttft_p95_ms'], 0), fmt(a['output_throughput'], 0),
-                                                              fmt(d['tpot']), fmt(d['ttft_p95_ms'], 0), fmt(d['output_throughput'], 0),
-                                                              point['speedup']))
+        print('| %d | %s | %s | %s | %s | %s | %s | %.2f |' % (
+            c, fmt(a['tpot']), fmt(a['ttft_p95_ms'], 0), fmt(a['output_throughput'], 0),
+            fmt(d['tpot']), fmt(d['ttft_p95_ms'], 0), fmt(d['output_throughput'], 0), point['speedup']))
     if opts.rates:
         print('\nOpen loop (Poisson arrivals at the rate, at most %d in flight, %d requests; modelled req/s and ms): '
               'TTFT p95 and TPOT p%g grow with the offered load' % (opts.max_concurrency, opts.open_prompts, opts.p))
@@ -247,8 +247,9 @@ def report(measured, labels, opts, concurrencies):
         print('| ---: | ---: | ---: | ---: | ---: | ---: | ---: |')
         for rate in opts.rates:
             a, d = base['open_loop'][rate], mine['open_loop'][rate]
-            print('| %g | %s | %s | %s | %s | %s | %s |' % (rate, fmt(a['ttft_p95_ms'], 0), fmt(a['tpot']), fmt(a['output_throughput'], 0),
-                                                        fmt(d['ttft_p95_ms'], 0), fmt(d['tpot']), fmt(d['output_throughput'], 0)))
+            print('| %g | %s | %s | %s | %s | %s | %s |' % (
+                rate, fmt(a['ttft_p95_ms'], 0), fmt(a['tpot']), fmt(a['output_throughput'], 0),
+                fmt(d['ttft_p95_ms'], 0), fmt(d['tpot']), fmt(d['output_throughput'], 0)))
     print('\none run per point; %d random prompts per client of %d tokens, %d new tokens each; emulator time scale %s'
           % (opts.prompts_per_client, opts.input_len, opts.output_len, opts.time_scale))
 

@@ -358,8 +358,8 @@ def check_search(search, p, base_url, where):
         value = search[key]
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value < float('inf') or (
                 key == 'max_runs' and not isinstance(value, int)):
-            raise StageError('%s.%s must be %s, got %r' % (where, key, 'an integer of 1 or more' if key == 'max_runs'
-                                                          else 'a number of seconds of 0 or more', value))
+            allowed = 'an integer of 1 or more' if key == 'max_runs' else 'a number of seconds of 0 or more'
+            raise StageError('%s.%s must be %s, got %r' % (where, key, allowed, value))
     return dict(search, base=base)
 
 

@@ -136,11 +136,11 @@ def _search_range(entry, field, integer, defaults):
         fail('%s.min' % field, 'is %r, above %s.max %r' % (values['min'], field, values['max']), 'a value <= %s.max' % field)
     resolution = values['resolution']
     if integer and not is_positive_int(resolution):
-        fail(field + '.resolution', 'is %r' % (resolution,), 'an integer >= 1: the search stops when the passing and failing '
-                                                              'concurrencies are at most this far apart (default 1)')
+        fail(field + '.resolution', 'is %r' % (resolution,),
+             'an integer >= 1: the search stops when the passing and failing concurrencies are at most this far apart (default 1)')
     if not integer and (not is_number(resolution) or resolution <= 0):
         fail(field + '.resolution', 'is %r' % (resolution,), 'a number > 0: the search stops when the failing rate is at most '
-                                                              '1 + resolution times the passing one (default %g)' % DEFAULT_RATE_RESOLUTION)
+             '1 + resolution times the passing one (default %g)' % DEFAULT_RATE_RESOLUTION)
     if integer:
         return {'min': values['min'], 'max': values['max'], 'resolution': resolution}
     return {'min': float(values['min']), 'max': float(values['max']), 'resolution': float(resolution)}

@@ -92,4 +92,3 @@ def pays_latex(report):
             out += _table(['TP', 'Dataset', 'Setting', 'Crossover $c$', 'Points'], body, 'lllrr', caption,
                           _tex_label(report['campaign'], host, 'crossover'))
     return out
-

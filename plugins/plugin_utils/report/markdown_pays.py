@@ -146,8 +146,8 @@ def _goodput_lines(pays, plots, shown):
             key = pays_figure_key(kind, row['host'], row['tp'], row['dataset'], row['temperature'])
             if plots.get(key) and key not in shown:
                 shown.add(key)
-                lines += ['![%s, %s TP%s, %s](%s)' % (what, md_escape(row['host']), row['tp'],
-                                                        md_escape(_run_label(row['dataset'], row['temperature'])), plots[key]), '']
+                label = md_escape(_run_label(row['dataset'], row['temperature']))
+                lines += ['![%s, %s TP%s, %s](%s)' % (what, md_escape(row['host']), row['tp'], label, plots[key]), '']
     return lines
 
 

@@ -20,7 +20,8 @@ each figure and names its reference.
   load family's closed-loop runs that the setting and its AR baseline both measured (Fieller over the repeats).
 - schedule: per host, TP, dataset and temperature, per concurrency that every setting measured, the setting with the
   highest output throughput (AR included), a concurrency whose best differs from the setting on both sides of it
-  taking that setting when its best is not significantly faster there (Fieller's 95% interval reaches 1.0: steady_best), merged into bands of consecutive concurrencies with
+  taking that setting when its best is not significantly faster there (Fieller's 95% interval reaches 1.0:
+  steady_best), merged into bands of consecutive concurrencies with
   the same best; with two runs or more an
   'all' schedule ranks by the geometric mean over the runs of the throughput over AR's.
 pays_report puts it together; None when no stage has an SLO, a search, load files or a load plan (the report is then
@@ -415,8 +416,8 @@ def pareto_points(report, host_data):
     """Every measured run's (output throughput, median TPOT): the grid rows and the load family's runs (means over
     their complete repeats), [{'host', 'tp', 'dataset', 'temperature', 'stage', 'method', 'setting', 'concurrency',
     'request_rate', 'output_throughput', 'median_tpot_ms'}]."""
-    points = [dict(((key, row[key]) for key in ('host', 'tp', 'dataset', 'temperature', 'stage', 'method', 'setting', 'concurrency',
-                                                 'output_throughput', 'median_tpot_ms')), request_rate='grid')
+    keys = ('host', 'tp', 'dataset', 'temperature', 'stage', 'method', 'setting', 'concurrency', 'output_throughput', 'median_tpot_ms')
+    points = [dict(((key, row[key]) for key in keys), request_rate='grid')
               for row in report['rows'] if row['status'] == MEASURED and None not in (row['output_throughput'], row['median_tpot_ms'])]
     for data in host_data:
         for entry in data['stages']:

@@ -90,6 +90,10 @@ def check_schedule(schedule, rows):
             'reversed': len(reversed_), 'missing': len(missing)}
 
 
+def _end(value):
+    return '?' if value is None else '%.2f' % value
+
+
 def edge_line(edge):
     """One comparison as a sentence: 'ct200 TP1 demo t0 c=8: tp1-ddtree-b32-k4 over tp1-autoregressive 1.12× [1.05, 1.20]: holds'."""
     if edge['ratio'] is None:
@@ -97,11 +101,10 @@ def edge_line(edge):
     elif edge['low'] is None and edge['high'] is None:
         figure = '%.2f×' % edge['ratio']
     else:
-        figure = '%.2f× [%s, %s]' % (edge['ratio'], '?' if edge['low'] is None else '%.2f' % edge['low'],
-                                      '?' if edge['high'] is None else '%.2f' % edge['high'])
-    return '%s TP%s %s t%g c=%s: %s over %s %s: %s' % (edge['host'], edge['tp'], edge['dataset'], edge['temperature'] or 0,
-                                                        edge['concurrency'], edge['stage'], edge['other_stage'], figure,
-                                                        edge['verdict'])
+        figure = '%.2f× [%s, %s]' % (edge['ratio'], _end(edge['low']), _end(edge['high']))
+    return '%s TP%s %s t%g c=%s: %s over %s %s: %s' % (
+        edge['host'], edge['tp'], edge['dataset'], edge['temperature'] or 0, edge['concurrency'], edge['stage'],
+        edge['other_stage'], figure, edge['verdict'])
 
 
 def check_markdown(check, md_escape, md_code):
@@ -122,8 +125,7 @@ def check_markdown(check, md_escape, md_code):
         for edge in check['edges']:
             figure = '–' if edge['ratio'] is None else '%.2f×' % edge['ratio']
             if edge['low'] is not None or edge['high'] is not None:
-                figure += ' [%s, %s]' % ('?' if edge['low'] is None else '%.2f' % edge['low'],
-                                         '?' if edge['high'] is None else '%.2f' % edge['high'])
+                figure += ' [%s, %s]' % (_end(edge['low']), _end(edge['high']))
             lines.append('| %s | %s | %s | %g | %s | %s | %s | %s | %s |' % (
                 md_escape(edge['host']), edge['tp'], md_escape(edge['dataset']), edge['temperature'] or 0,
                 edge['concurrency'], md_code(edge['stage']), md_code(edge['other_stage']), figure, edge['verdict']))

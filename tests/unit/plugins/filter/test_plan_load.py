@@ -138,8 +138,8 @@ SLO = {'ttft_ms': {'max': 2000}}
     # workload.request_rate
     ({'workload': dict(WORKLOAD, request_rate=0)}, ['workload.request_rate is 0', '"inf"', 'a non-empty list']),
     ({'workload': dict(WORKLOAD, request_rate=[])}, ['workload.request_rate is an empty list', 'distinct positive numbers']),
-    ({'workload': dict(WORKLOAD, request_rate=[2, 4, 2])}, ['workload.request_rate[2] repeats 2, as workload.request_rate[0]',
-                                                           'distinct positive numbers']),
+    ({'workload': dict(WORKLOAD, request_rate=[2, 4, 2])},
+     ['workload.request_rate[2] repeats 2, as workload.request_rate[0]', 'distinct positive numbers']),
     ({'workload': dict(WORKLOAD, request_rate=[2, 'inf', float('inf')])}, ['workload.request_rate[2] repeats inf', '"inf"']),
     ({'workload': dict(WORKLOAD, request_rate=[2, -1])}, ['workload.request_rate[1] is -1', 'distinct positive numbers']),
     ({'workload': dict(WORKLOAD, request_rate=[2, 0])}, ['workload.request_rate[1] is 0']),

@@ -113,8 +113,8 @@ def harness(tmp_path, **kwargs):
 
 
 def test_load_runs_follow_the_grid_named_with_their_rate_and_count_in_the_timings(tmp_path, bench):
-    out = harness(tmp_path, runs=[run_options(1)], load_runs=[run_options(64, request_rate=2.0, burstiness=0.5),
-                                                             run_options(8, request_rate='inf')])
+    load_runs = [run_options(64, request_rate=2.0, burstiness=0.5), run_options(8, request_rate='inf')]
+    out = harness(tmp_path, runs=[run_options(1)], load_runs=load_runs)
     assert [(call['concurrency'], call['request_rate'], call['name_rate']) for call in bench.calls] == [
         (1, None, False), (64, 2.0, True), (8, float('inf'), True)]
     assert bench.calls[1]['burstiness'] == 0.5 and len(out['runs']) == 1 and len(out['load_runs']) == 2
