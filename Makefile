@@ -11,7 +11,8 @@ CACHE    := .cache
 COLLECTION_LINK := $(CACHE)/collections/ansible_collections/specdec/bench
 # chromium and its driver: the monitoring page's browser test (selenium drives the system browser, no download)
 # pdflatex and booktabs: report.tex (and the papers' tables) are compiled in the report's tests, not only checked as text
-HOST_PACKAGES := podman runc debootstrap shellcheck chromium chromium-driver texlive-latex-base texlive-latex-recommended
+# bubblewrap: the sandbox that runs generated code against the reference tests (accuracy: {execute_code: true})
+HOST_PACKAGES := podman runc debootstrap shellcheck chromium chromium-driver texlive-latex-base texlive-latex-recommended bubblewrap
 SIM_INVENTORY := inventories/sim
 
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
