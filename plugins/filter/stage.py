@@ -25,7 +25,7 @@ from ansible_collections.specdec.bench.plugins.module_utils._stage.stage_run imp
 DATASET_KEYS = ('name', 'kind', 'source', 'source_sha256', 'normalized_sha256', 'prompts_sha256', 'template_sha256', 'count',
                 'max_new_tokens', 'turns', 'chat_template_kwargs')
 # What status.json lists of the sets the stage ran: the prepared entries without controller paths and notes.
-NOT_RECORDED = ('prompts_path', 'notes')
+NOT_RECORDED = ('prompts_path', 'references_path', 'notes')
 INFINITE = 'inf'
 DEFAULT_BURSTINESS = 1.0
 # the capacity searches of a stage, in the order they run (the plan's load.search keys)

@@ -37,6 +37,9 @@ RESULTS_LAYOUT = {
     'campaign': 'campaign.json',
     # the last run's wall clock and page-cache warm-up: {campaign_started, campaign_finished, page_cache_warmup_s}
     'timing': 'timing.json',
+    # a prompt set's grading references (answers, tests), named by their sha256 (status.json's datasets name it):
+    # JSON lines {"id", "kind", ...} as plugins/plugin_utils/datasets.py writes them; the report grades from them
+    'references': 'references/{sha256}.jsonl',
     # in <root>/<campaign>/<stage id>/
     'status': 'status.json',
     'result': 'result-{dataset}-t{temperature}-c{concurrency}-r{repeat}.json',

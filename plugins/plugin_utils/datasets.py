@@ -51,6 +51,9 @@ Cache (cache_dir(): argument, else $SPECDEC_DATASET_CACHE, else ~/.cache/specdec
                                                 atomic
   <cache>/<name>/<upstream file name>.sha256    for a source with sha256: null, the sha256 recorded on first use
   <cache>/normalized/<sha256>.jsonl             every normalized file prepare() made, named by its sha256
+  <cache>/normalized/<sha256>.references.jsonl  its records' grading references (gsm8k and math500 answers, humaneval
+                                                and mbpp tests), when the format has them: kept beside the prompts, so
+                                                the prompts' bytes and sha256 do not change
 A cached file whose sha256 matches is used without any network, so a pre-filled cache folder works offline (copy it
 from a connected machine). A download whose sha256 differs from the table's (or from the one recorded on first use)
 is refused, naming the expected and the found sha256, and the cache keeps what it had. url_base (argument, else
@@ -62,7 +65,8 @@ in a child process that is killed then, bounded_child.py), and MAX_DOWNLOAD_BYTE
 
 prepare(entry) returns what a stage's results must record: name, kind (builtin | file | random), source (URL or
 absolute path), source_sha256, pinned (table | first-use | recorded | none for a local file), format, count,
-categories ({category: count}), turns, max_new_tokens, num_prompts, sha256 and path of the normalized file, and
+categories ({category: count}), turns, max_new_tokens, num_prompts, sha256 and path of the normalized file,
+references_path, references_sha256 and references_count (the grading references beside it; None and 0 without), and
 notes (lines for the output: trust on first use, a re-download).
 """
 
@@ -90,6 +94,7 @@ MIRROR_ENV = 'SPECDEC_DATASET_MIRROR'
 DEFAULT_CACHE = os.path.join('~', '.cache', 'specdec', 'datasets')
 NORMALIZED_DIR = 'normalized'
 RECORD_SUFFIX = '.sha256'
+REFERENCES_SUFFIX = '.references.jsonl'
 
 RANDOM = 'random'
 TURNS = ('first', 'all')
@@ -258,6 +263,41 @@ FORMAT_HINT = ('one of: {"turns": [...]}, {"conversations": [...]}, {"messages":
                'MBPP {"text", "test_list"}')
 
 
+# The formats whose records carry a reference to grade an answer against, and the fields kept of each (the task's
+# reference: the answer, or the tests to run). They are written beside the normalized prompts (references()), never
+# into them, so the prompts' bytes and sha256 are the same with or without them.
+REFERENCE_FORMATS = ('gsm8k', 'math500', 'humaneval', 'mbpp')
+
+
+def _string_list(value):
+    return isinstance(value, list) and all(isinstance(item, str) for item in value)
+
+
+def _reference(fmt, record):
+    """The grading reference of one upstream record (REFERENCE_FORMATS), or None when the record lacks it or a field has
+    the wrong type (the prompt is still sent; the record is then not graded): gsm8k {answer} (the full answer, with its
+    '#### n'), math500 {answer}, humaneval {prompt, test, entry_point} (openai/human-eval's problem), mbpp {test_list,
+    test_setup_code, challenge_test_list} (google-research mbpp)."""
+    if fmt == 'gsm8k':
+        answer = record.get('answer')
+        return {'kind': fmt, 'answer': answer} if isinstance(answer, str) and '####' in answer else None
+    if fmt == 'math500':
+        answer = record.get('answer')
+        return {'kind': fmt, 'answer': answer} if isinstance(answer, str) and answer.strip() else None
+    if fmt == 'humaneval':
+        fields = [record.get(key) for key in ('prompt', 'test', 'entry_point')]
+        if not all(isinstance(value, str) and value.strip() for value in fields):
+            return None
+        return {'kind': fmt, 'prompt': fields[0], 'test': fields[1], 'entry_point': fields[2]}
+    if fmt == 'mbpp':
+        tests, setup = record.get('test_list'), record.get('test_setup_code', '')
+        challenge = record.get('challenge_test_list', [])
+        if not _string_list(tests) or not tests or not isinstance(setup, str) or not _string_list(challenge):
+            return None
+        return {'kind': fmt, 'test_list': tests, 'test_setup_code': setup, 'challenge_test_list': challenge}
+    return None
+
+
 def detect_format(record):
     """The name of the first format in FORMAT_ORDER whose keys `record` (a dict) has, or None."""
     for name in FORMAT_ORDER:
@@ -295,7 +335,8 @@ def _lines(data, label):
 
 
 def parse(data, label, fmt=None, category=None):
-    """The records of a JSONL file's bytes (gzip unpacked): [{'id', 'category', 'turns', 'line'}], and its format.
+    """The records of a JSONL file's bytes (gzip unpacked): [{'id', 'category', 'turns', 'line', 'reference'}], and
+    its format ('reference': _reference(), None for a format without one).
 
     fmt: the format to read (a built-in's), else detected from the first record. category: for records without one.
     DatasetError '<label>: line <n>: <what is wrong>' on the first malformed line; blank lines are skipped.
@@ -337,7 +378,8 @@ def parse(data, label, fmt=None, category=None):
         if record_id in seen:
             raise DatasetError('%s: line %d: id %s repeats line %d\'s' % (label, number, record_id, seen[record_id]))
         seen[record_id] = number
-        records.append({'id': record_id, 'category': record_category or category, 'turns': turns, 'line': number})
+        records.append({'id': record_id, 'category': record_category or category, 'turns': turns, 'line': number,
+                        'reference': _reference(fmt, record)})
     if not records:
         raise DatasetError('%s: no records (an empty file); allowed: one JSON object per line' % label)
     return records, fmt
@@ -348,7 +390,8 @@ def normalize(data, label, fmt=None, category=None, turns=DEFAULT_TURNS, num_pro
     """The normalized JSONL of a file's bytes, and what the results record about it.
 
     Returns {data (bytes), sha256, format, count, categories ({category: count}), available (records after
-    id_range and categories)}. `records` is the count the file must hold; id_range [first, last] keeps the records
+    id_range and categories), references (bytes: the kept records' references as JSONL, {"id", "kind", ...} sorted
+    keys, in the prompts' order; None when no kept record has one), references_count}. `records` is the count the file must hold; id_range [first, last] keeps the records
     whose integer id lies in it; categories keeps those records; num_prompts takes the first N of what is left
     (DatasetError when fewer are left); turns 'first' keeps each record's first turn.
     """
@@ -372,15 +415,19 @@ def normalize(data, label, fmt=None, category=None, turns=DEFAULT_TURNS, num_pro
         rows = rows[:num_prompts]
     if turns not in TURNS:
         raise DatasetError('turns is %r; allowed: %s' % (turns, ', '.join(TURNS)))
-    lines, counts = [], {}
+    lines, counts, refs = [], {}, []
     for row in rows:
+        if row.get('reference'):
+            refs.append(json.dumps(dict(row['reference'], id=row['id']), ensure_ascii=False, sort_keys=True,
+                                   separators=(',', ':')))
         kept = row['turns'][:1] if turns == 'first' else row['turns']
         lines.append(json.dumps({'id': row['id'], 'category': row['category'], 'turns': kept},
                                 ensure_ascii=False, sort_keys=True, separators=(',', ':')))
         counts[row['category']] = counts.get(row['category'], 0) + 1
     out = ('\n'.join(lines) + '\n').encode('utf-8')
     return {'data': out, 'sha256': hashlib.sha256(out).hexdigest(), 'format': fmt, 'count': len(rows),
-            'categories': counts, 'available': available}
+            'categories': counts, 'available': available,
+            'references': ('\n'.join(refs) + '\n').encode('utf-8') if refs else None, 'references_count': len(refs)}
 
 
 # ---- the source table --------------------------------------------------------------------------------------------
@@ -669,8 +716,14 @@ def prepare(entry, cache=None, url_base=None, sources=None, base_dir=None, timeo
     os.makedirs(folder, exist_ok=True)
     out = os.path.join(folder, made['sha256'] + '.jsonl')
     atomic_write(out, made['data'], unchanged_ok=True)
+    references = None
+    if made['references'] is not None:
+        references = os.path.join(folder, made['sha256'] + REFERENCES_SUFFIX)
+        atomic_write(references, made['references'], unchanged_ok=True)
     result.update(format=made['format'], count=made['count'], categories=made['categories'], turns=entry['turns'],
-                  max_new_tokens=entry['max_new_tokens'], sha256=made['sha256'], path=out, notes=notes)
+                  max_new_tokens=entry['max_new_tokens'], sha256=made['sha256'], path=out, notes=notes,
+                  references_path=references, references_count=made['references_count'],
+                  references_sha256=None if references is None else hashlib.sha256(made['references']).hexdigest())
     return result
 
 

@@ -43,7 +43,7 @@ CONFIG_FILE = chat_template.CONFIG_FILE
 # the keys of a prepared dataset, in the order the contract names them; random entries carry them as null
 PREPARED_KEYS = ('name', 'kind', 'source', 'source_sha256', 'pinned', 'format', 'count', 'categories', 'turns',
                  'max_new_tokens', 'num_prompts', 'normalized_sha256', 'template_sha256', 'chat_template_kwargs',
-                 'prompts_path', 'prompts_sha256', 'notes')
+                 'prompts_path', 'prompts_sha256', 'references_path', 'references_sha256', 'references_count', 'notes')
 SAMPLE_ANSWER = 'A sample answer, with two sentences. It ends here.'
 
 

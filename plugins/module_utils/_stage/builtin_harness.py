@@ -42,6 +42,7 @@ import urllib.parse
 
 from ansible_collections.specdec.bench.plugins.module_utils._common import finite
 from .harness import RequestTiming
+from . import outputs
 from .sglang_http import (
     MAX_LINE_BYTES,
     BrokenResponse,
@@ -564,6 +565,7 @@ class LoadRun:
         record['chunk_s'] = []
         if self.stamp_key:
             record['sent_s'] = []
+        record['output'] = None
         return record
 
     def _send(self, index, intended, body=None):
@@ -572,7 +574,7 @@ class LoadRun:
         answer = None
         timing = RequestTiming(start)
         error = None
-        chunks, stamps = [], []
+        chunks, stamps, output = [], [], [None]
         deadline = None if self.request_deadline is None else start + self.request_deadline
         if self._run_end is not None:
             deadline = self._run_end if deadline is None else min(deadline, self._run_end)
@@ -582,7 +584,7 @@ class LoadRun:
             with self._lock:
                 self._watches[index] = watch
         try:
-            answer = self._read(self.bodies[index] if body is None else body, timing, chunks, stamps, watch)
+            answer = self._read(self.bodies[index] if body is None else body, timing, chunks, stamps, watch, output)
         except Exception as exc:  # pylint: disable=broad-exception-caught  # any failure is this request's, recorded
             error = '%s: %s' % (type(exc).__name__, exc)
         finally:
@@ -612,15 +614,17 @@ class LoadRun:
         record['chunk_s'] = chunks
         if self.stamp_key:
             record['sent_s'] = stamps
+        record['output'] = output[0] if error is None else None
         return record, answer
 
-    def _read(self, body, timing, chunks, stamps, watch):
+    def _read(self, body, timing, chunks, stamps, watch, output):
         """Stream one request into its timing, each chunk's arrival into chunks (and its stamp into stamps), both in
         seconds from the run's start, rounded.
 
         The hot path: chunks are read by lean_chunk, not parsed; the last one before [DONE] is parsed in full for
         its meta_info (token, prompt and acceptance counts), as RequestTiming.feed would have kept it, and its text
-        (SGLang's native stream re-sends the whole text so far), which is returned: the answer of the turn. Every
+        (SGLang's native stream re-sends the whole text so far), which is returned: the answer of the turn; with its
+        output_ids, both are packed into output[0] (outputs.pack: compressed, bounded by max_new_tokens). Every
         chunk's token count is checked against max_new_tokens before it is used: a count beyond it would make as
         many inter-token gaps.
         """
@@ -646,6 +650,8 @@ class LoadRun:
                             check_meta(meta, asked, prompt_len)
                             timing.meta = meta
                             answer = event.get('text')
+                            if 'output_ids' in event:
+                                output[0] = outputs.pack(event['output_ids'], answer, asked if isinstance(asked, int) else None)
                         feed(now, '[DONE]')
                         return answer if isinstance(answer, str) else None
                     last = payload

@@ -94,7 +94,8 @@ def test_a_pinned_set_is_downloaded_once_verified_normalized_and_described(tmp_p
         'name': 'spec-bench', 'kind': 'builtin', 'num_prompts': None,
         'source': '%s/spec-bench/question.jsonl' % upstream.url, 'source_sha256': fixture_sha256('spec-bench'),
         'pinned': 'table', 'format': 'turns', 'count': 3, 'categories': {'writing': 1, 'qa': 1, 'rag': 1},
-        'turns': 'all', 'max_new_tokens': 2048, 'sha256': got['sha256'], 'path': path, 'notes': []}
+        'turns': 'all', 'max_new_tokens': 2048, 'sha256': got['sha256'], 'path': path, 'notes': [],
+        'references_path': None, 'references_sha256': None, 'references_count': 0}
     with open(path, 'rb') as handle:
         assert hashlib.sha256(handle.read()).hexdigest() == got['sha256']
     assert [r['id'] for r in read_jsonl(path)] == ['81', '241', '401']
@@ -350,3 +351,19 @@ def test_a_download_within_its_deadline_is_whole(upstream):
     data = datasets.download(upstream.url + '/gsm8k/test.jsonl', timeout=5, deadline=30)
     with open(os.path.join(FIXTURES, 'gsm8k', 'test.jsonl'), 'rb') as handle:
         assert data == handle.read()
+
+
+def test_a_graded_set_keeps_its_references_beside_the_prompts_whose_bytes_do_not_change(tmp_path, upstream, sources):
+    cache = str(tmp_path / 'cache')
+    got = prepare(entry('gsm8k', num_prompts=2), cache=cache, sources=sources)
+    refs = read_jsonl(got['references_path'])
+    assert got['references_path'] == os.path.join(cache, 'normalized', got['sha256'] + datasets.REFERENCES_SUFFIX)
+    with open(got['references_path'], 'rb') as handle:
+        assert hashlib.sha256(handle.read()).hexdigest() == got['references_sha256']
+    prompts = read_jsonl(got['path'])
+    assert [r['id'] for r in refs] == [p['id'] for p in prompts] and got['references_count'] == 2
+    assert all(r['kind'] == 'gsm8k' and '####' in r['answer'] for r in refs)
+    assert all(set(p) == {'id', 'category', 'turns'} for p in prompts)  # nothing of the answer in the prompts
+    # the prompts' sha256 is what normalize gives without references: the same bytes
+    data = (upstream.root / 'gsm8k' / 'test.jsonl').read_bytes()
+    assert datasets.normalize(data, 'x', fmt='gsm8k', category='math', num_prompts=2)['sha256'] == got['sha256']
