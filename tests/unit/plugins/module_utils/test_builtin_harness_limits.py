@@ -10,13 +10,16 @@ server reaches the point the test is about (SkewedClock), and every wait has its
 
 from __future__ import annotations
 
+import base64
+import json
 import os
 import sys
 import time
+import zlib
 
 import pytest
 
-from ansible_collections.specdec.bench.plugins.module_utils._stage import builtin_harness as builtin
+from ansible_collections.specdec.bench.plugins.module_utils._stage import builtin_harness as builtin, outputs
 from ansible_collections.specdec.bench.plugins.module_utils._stage.sglang_http import MAX_LINE_BYTES, BrokenResponse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -252,3 +255,49 @@ def test_a_line_is_bounded_however_the_reads_split_it(server, framed, extra, fit
         assert record['success'] and record['output_tokens'] == 1, record['error']
     else:
         assert record['error'] == 'BrokenResponse: a stream line longer than 1000 bytes (no newline within the limit)'
+
+
+# ---- outputs kept: the final chunk's output_ids and text, packed, bounded by what was asked
+
+def _final_with(ids, text, tokens=None):
+    tokens = len(ids) if tokens is None else tokens
+    payload = json.dumps({'text': text, 'output_ids': ids, 'meta_info': {'completion_tokens': tokens, 'prompt_tokens': 3}})
+    return [scripted.event('a', 1), b'data: %s\n\n' % payload.encode(), b'data: [DONE]\n\n']
+
+
+def _script(events):
+    return lambda stream, _body, _n: stream.write(scripted.CHUNKED_HEAD + b''.join(map(scripted.chunk, events)) + b'0\r\n\r\n')
+
+
+def test_the_record_keeps_the_requests_output_ids_and_text_compressed(server):
+    emu = server(_script(_final_with([1001, 1002, 7, 2], ' four tokens of text')))
+    record, = run(emu.base_url, [body(output_len=4, input_len=3)])
+    assert record['success'] and record['output']['tokens'] == 4
+    assert outputs.unpack(record['output']) == ([1001, 1002, 7, 2], ' four tokens of text')
+    assert record['output']['sha256'] == outputs.ids_sha256([1001, 1002, 7, 2])
+
+
+@pytest.mark.parametrize('ids, text, error', [
+    ([1, 2, 3, 4, 5], 'x', 'the server sent 5 output_ids, more than the 4 asked for'),
+    ([1, -2], 'x', 'the server sent output_ids [1, -2], which is no list of token ids'),
+    ([1, 'a'], 'x', "the server sent output_ids [1, 'a'], which is no list of token ids"),
+    ([1, 2], 'x' * 1025, 'the server sent 1025 bytes of text, more than 256 bytes a token for 4 tokens'),
+])
+def test_an_output_beyond_what_was_asked_fails_the_request_and_is_not_kept(server, ids, text, error):
+    emu = server(_script(_final_with(ids, text, tokens=2)))
+    record, = run(emu.base_url, [body(output_len=4, input_len=3)])
+    assert not record['success'] and record['error'] == 'BrokenResponse: ' + error and record['output'] is None
+
+
+def test_unpack_refuses_a_bomb_a_bad_encoding_and_ids_that_do_not_match():
+    packed = outputs.pack(list(range(1000, 1100)), 'text', 100)
+    assert outputs.unpack(packed)[0] == list(range(1000, 1100))
+    bomb = {'tokens': 0, 'sha256': '', 'z': base64.b64encode(zlib.compress(b'[' * (4 << 20))).decode()}
+    with pytest.raises(ValueError, match='unpacks to more than 1048576 bytes'):
+        outputs.unpack(bomb, max_bytes=1 << 20)
+    with pytest.raises(ValueError, match='not base64 of zlib of JSON'):
+        outputs.unpack({'tokens': 1, 'sha256': '', 'z': 'not base64!'})
+    with pytest.raises(ValueError, match='do not match its tokens and sha256'):
+        outputs.unpack(dict(packed, tokens=99))
+    with pytest.raises(ValueError, match='allowed'):
+        outputs.unpack(None)
