@@ -154,6 +154,14 @@ def test_math_correct_on_the_math500_answers(index, text, right):
     assert answers.math_correct(text, MATH500[index]['answer']) is right
 
 
+def test_the_upstream_math500_solution_grades_right_against_its_own_answer():
+    upstream = _lines('math500-prm800k-first.jsonl')[0]
+    assert upstream['answer'] == MATH500[0]['answer'] and upstream['unique_id'] == 'test/precalculus/807.json'
+    assert answers.extract_boxed(upstream['solution']) == upstream['answer']
+    assert answers.math_correct(upstream['solution'], upstream['answer'])
+    assert not answers.math_correct(upstream['solution'], MATH500[2]['answer'])
+
+
 def test_math_correct_fraction_against_decimal():
     # A constructed reference (MATH-500 has \frac{1}{2}-style answers): \frac vs 0.5 vs \dfrac, and a wrong value.
     assert answers.math_correct('\\boxed{0.5}', '\\frac{1}{2}')
