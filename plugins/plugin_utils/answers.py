@@ -38,8 +38,9 @@ from decimal import Decimal, InvalidOperation
 # 1.959963984540054 = the 0.975 quantile of the standard normal: a two-sided 95% interval.
 Z95 = 1.959963984540054
 
-# math-verify reads at most this many characters of a generated text: its last ones, where the final answer is.
-# Bounded because outside the main thread math-verify runs without its signal.alarm timeouts (see math_correct).
+# math-verify reads at most this many characters of a generated text: those ending at its last closed \\boxed{} (an
+# output that goes on after its answer, as with ignore_eos, keeps it), else its last ones. Bounded because outside the
+# main thread math-verify runs without its signal.alarm timeouts (see math_correct).
 MAX_MATH_CHARS = 16384
 
 # math-verify's own timeouts (seconds, its defaults), used where signal.alarm works: the main thread.
@@ -54,25 +55,37 @@ _PLAIN_FRAC_RE = re.compile(r'^(-?\d+(?:\.\d+)?)/(-?\d+(?:\.\d+)?)$')
 _CODE_LANGS = ('python', 'py', 'python3', '')
 
 
-def _closing_brace(text, start):
-    """Index of the brace closing the group opened just before ``start``, or None if the text ends first.
-
-    A backslash escapes the next character, so LaTeX's literal braces \\{ and \\} do not count.
+def _brace_pairs(text):
+    """{index of '{': index of its closing '}'} for the closed groups of ``text``, in one pass (linear, so a text of
+    many unclosed \\boxed{ costs no more than its length). A backslash escapes the next character: LaTeX's literal
+    braces \\{ and \\} do not count.
     """
-    depth = 1
-    i = start
+    pairs = {}
+    opened = []
+    i = 0
     while i < len(text):
         char = text[i]
         if char == '\\':
             i += 2
             continue
         if char == '{':
-            depth += 1
-        elif char == '}':
-            depth -= 1
-            if depth == 0:
-                return i
+            opened.append(i)
+        elif char == '}' and opened:
+            pairs[opened.pop()] = i
         i += 1
+    return pairs
+
+
+def _last_boxed_span(text):
+    """(start, end) of the content of the last closed \\boxed{...} or \\fbox{...} of ``text`` (text[start:end]), or None."""
+    matches = list(_BOXED_RE.finditer(text))
+    if not matches:
+        return None
+    pairs = _brace_pairs(text)
+    for match in reversed(matches):
+        end = pairs.get(match.end() - 1)
+        if end is not None:
+            return (match.end(), end)
     return None
 
 
@@ -84,11 +97,8 @@ def extract_boxed(text):
     """
     if not isinstance(text, str):
         return None
-    for match in reversed(list(_BOXED_RE.finditer(text))):
-        end = _closing_brace(text, match.end())
-        if end is not None:
-            return text[match.end():end].strip()
-    return None
+    span = _last_boxed_span(text)
+    return text[span[0]:span[1]].strip() if span else None
 
 
 def last_number(text):
@@ -150,9 +160,14 @@ def gsm8k_extract(text):
 
 
 def _plain(value):
-    """A Decimal written without exponent or trailing zeros ("18.00" -> "18", "0.50" -> "0.5")."""
-    text = format(value.normalize(), 'f')
-    return text
+    """A Decimal written without exponent or trailing zeros ("18.00" -> "18", "0.50" -> "0.5"); with its exponent
+    where writing it out would be long (a model's "1e999999"), so a huge value costs no memory.
+    """
+    try:
+        value = value.normalize()
+    except ArithmeticError:
+        return str(value)
+    return format(value, 'f') if abs(value.adjusted()) <= 64 else str(value)
 
 
 def gsm8k_correct(text, reference_answer):
@@ -185,15 +200,29 @@ def _quiet_math_verify():
         _QUIET.append(True)
 
 
+def _math_window(text):
+    """The part of ``text`` math-verify reads: all of it up to MAX_MATH_CHARS, else the MAX_MATH_CHARS characters
+    ending at its last closed \\boxed{...}, else its last MAX_MATH_CHARS characters.
+    """
+    if len(text) <= MAX_MATH_CHARS:
+        return text
+    span = _last_boxed_span(text)
+    if span is None:
+        return text[-MAX_MATH_CHARS:]
+    end = span[1] + 1
+    return text[max(0, end - MAX_MATH_CHARS):end]
+
+
 def math_correct(text, reference_answer):
     """True when math-verify (HuggingFace, 0.9.0) finds ``text``'s answer equal to the MATH-500 reference.
 
     gold = parse("$" + reference_answer + "$"), pred = parse(text) with math-verify's default extraction (LaTeX with
     \\boxed first, then plain expressions), verify(gold, pred). math-verify bounds its work with signal.alarm, which
     only the main thread may use: there its timeouts (MATH_VERIFY_TIMEOUT_S) stay on; in any other thread they are
-    off (parsing_timeout=None, timeout_seconds=None), and in both cases only the last MAX_MATH_CHARS characters of the
-    text are read, so a thread's work stays bounded and the result does not depend on the thread. Any exception from
-    math-verify is False. ImportError (math-verify not installed) is raised: that is the controller's setup, not the
+    off (parsing_timeout=None, timeout_seconds=None), and in both cases at most MAX_MATH_CHARS characters of the text
+    are read (_math_window), so a thread's work stays bounded by its input and the result does not depend on the
+    thread; a caller that must bound the time too runs it in the main thread or a bounded child (bounded_child.py).
+    Any exception from math-verify is False. ImportError (math-verify not installed) is raised: that is the controller's setup, not the
     answer.
     """
     if not isinstance(text, str) or not text.strip() or not isinstance(reference_answer, str) or not reference_answer.strip():
@@ -208,7 +237,7 @@ def math_correct(text, reference_answer):
         _quiet_math_verify()
     try:
         gold = parse('$' + reference_answer + '$', parsing_timeout=timeout)
-        pred = parse(text[-MAX_MATH_CHARS:], parsing_timeout=timeout)
+        pred = parse(_math_window(text), parsing_timeout=timeout)
         if not gold or not pred:
             return False
         return bool(verify(gold, pred, timeout_seconds=timeout))

@@ -18,19 +18,23 @@ loopback, so nothing outside is reachable), no further user namespaces, --die-wi
 terminal injection), the root file system bound read-only, a private size-bounded tmpfs on /tmp (the working dir),
 read-only empty tmpfs over /root and /home (the users' files are not visible), a fresh /dev and /proc, the environment
 cleared to PATH, HOME=/tmp and LANG. bwrap itself runs as nobody (65534) when we are root, so the limits apply (root
-ignores RLIMIT_NPROC), with rlimits set before exec: RLIMIT_AS (memory_mb), RLIMIT_CPU (cpu_s), RLIMIT_NPROC (the
-user's tasks now + max_procs), RLIMIT_FSIZE (max_file_mb), RLIMIT_CORE 0. At the wall-clock timeout the whole process
-group is killed; the pid namespace dies with it (its init is bwrap's child, which --die-with-parent ends), taking
-every process the program made. Only the last 2 KiB of stdout+stderr are kept, whatever the program prints.
+ignores RLIMIT_NPROC). The rlimits are set inside the sandbox by a launcher (`python3 -I -c LAUNCHER`) that then
+execs `python3 -I -` on the program: RLIMIT_AS (memory_mb), RLIMIT_CPU (cpu_s), RLIMIT_NPROC (max_procs tasks, see
+_nproc_limit), RLIMIT_FSIZE (max_file_mb), RLIMIT_CORE 0. Not in a preexec_fn, which Python documents as unsafe
+where threads run (the caller may grade in threads): dropping to nobody is Popen's user/group, done before exec in C.
+At the wall-clock timeout the whole process group is killed; the pid namespace dies with it (its init is bwrap's
+child, which --die-with-parent ends), taking every process the program made. Only the last 2 KiB of stdout+stderr
+are kept, whatever the program prints.
 
-Runs of several programs at once as nobody share the RLIMIT_NPROC count of that user (each run allows its own
-max_procs over what the user has when it starts).
+RLIMIT_NPROC counts the tasks of the sandbox's user namespace since Linux 5.14, so runs at once do not share it;
+on older kernels it counts all of the user's tasks, and each run allows max_procs over what the user has when it
+starts.
 """
 
 from __future__ import annotations
 
 import os
-import resource
+import re
 import select
 import shutil
 import signal
@@ -89,32 +93,53 @@ def _user_tasks(uid):
     return count
 
 
-def _preexec(limits):
-    """A preexec_fn setting ``limits`` ({resource: value}, never above a hard limit we have) in the child before exec."""
-    def apply():
-        for which, value in limits.items():
-            hard = resource.getrlimit(which)[1]
-            if hard != resource.RLIM_INFINITY:
-                value = min(value, hard)
-            resource.setrlimit(which, (value, value))
-    return apply
+def _per_namespace_nproc(release=None):
+    """True where RLIMIT_NPROC counts the tasks of the user in its own user namespace: Linux 5.14 and later
+    ("Reimplement RLIMIT_NPROC on top of ucounts", commit 21d1c5e386bc); before, it counts all of the user's tasks.
+    """
+    match = re.match(r'(\d+)\.(\d+)', release if release is not None else os.uname().release)
+    return bool(match) and (int(match.group(1)), int(match.group(2))) >= (5, 14)
 
 
-def _popen(argv, limits, stdin=subprocess.DEVNULL):
-    """Start ``argv`` in a new session (its own process group), as the sandbox user, with ``limits``."""
+def _nproc_limit(uid, max_procs):
+    """RLIMIT_NPROC for the sandbox: ``max_procs`` tasks for the program beyond bwrap's init and the program itself
+    (the tasks of the sandbox's user namespace), plus, on kernels that count per user, the tasks ``uid`` has now.
+    """
+    base = int(max_procs) + 2
+    return base if _per_namespace_nproc() else base + _user_tasks(uid)
+
+
+def _launcher(limits):
+    """Python source that sets ``limits`` ([(RLIMIT name, value)], never above a hard limit it has), then execs the
+    same interpreter on the program read from stdin (`-I -`): the first process of the sandbox, so every process of
+    the program inherits the limits.
+    """
+    return ('import os, resource, sys\n'
+            'for name, value in %r:\n'
+            '    which = getattr(resource, name)\n'
+            '    hard = resource.getrlimit(which)[1]\n'
+            '    value = value if hard == resource.RLIM_INFINITY else min(value, hard)\n'
+            '    resource.setrlimit(which, (value, value))\n'
+            'os.execv(sys.executable, [sys.executable, "-I", "-"])\n' % (list(limits),))
+
+
+def _popen(argv, stdin=subprocess.DEVNULL):
+    """Start ``argv`` in a new session (its own process group) as the sandbox user (Popen's user/group: no
+    preexec_fn), stdout and stderr together on one pipe.
+    """
     user = _sandbox_user()
     kwargs = {}
     if user is not None:
         kwargs = {'user': user[0], 'group': user[1], 'extra_groups': []}
     return subprocess.Popen(argv, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, close_fds=True,
-                            start_new_session=True, preexec_fn=_preexec(limits), **kwargs)
+                            start_new_session=True, **kwargs)
 
 
 def _probe(bwrap):
     """None if ``bwrap`` can build the sandbox here (running `true` in it), else bwrap's error, one line."""
     argv = _bwrap_args(bwrap, 1) + ['true']
     try:
-        proc = _popen(argv, {resource.RLIMIT_CORE: 0})
+        proc = _popen(argv)
         out, _ = proc.communicate(timeout=PROBE_TIMEOUT_S)
     except subprocess.TimeoutExpired:
         _kill(proc)
@@ -214,24 +239,25 @@ def run_program(source, timeout_s=10.0, memory_mb=1024, cpu_s=10, max_procs=64, 
     interpreter = _system_python(python)
     user = _sandbox_user()
     uid = user[0] if user else os.getuid()
-    limits = {
-        resource.RLIMIT_AS: int(memory_mb) << 20,
-        resource.RLIMIT_CPU: max(1, int(cpu_s)),
-        resource.RLIMIT_NPROC: _user_tasks(uid) + int(max_procs),
-        resource.RLIMIT_FSIZE: int(max_file_mb) << 20,
-        resource.RLIMIT_CORE: 0,
-    }
-    argv = _bwrap_args(bwrap, max(64, 4 * int(max_file_mb))) + [interpreter, '-I', '-']
+    limits = [
+        ('RLIMIT_AS', int(memory_mb) << 20),
+        ('RLIMIT_CPU', max(1, int(cpu_s))),
+        ('RLIMIT_NPROC', _nproc_limit(uid, max_procs)),
+        ('RLIMIT_FSIZE', int(max_file_mb) << 20),
+        ('RLIMIT_CORE', 0),
+    ]
+    argv = _bwrap_args(bwrap, max(64, 4 * int(max_file_mb))) + [interpreter, '-I', '-c', _launcher(limits)]
     data = source.encode('utf-8', 'replace') if isinstance(source, str) else bytes(source)
-    proc = _popen(argv, limits, stdin=subprocess.PIPE)
+    deadline = time.monotonic() + float(timeout_s)
+    proc = _popen(argv, stdin=subprocess.PIPE)
     feeder = threading.Thread(target=_feed, args=(proc.stdin, data), daemon=True)
     feeder.start()
     timed_out = False
     try:
-        tail, finished = _read_tail(proc, time.monotonic() + float(timeout_s))
-        if finished:
+        tail, finished = _read_tail(proc, deadline)
+        if finished:  # the output closed: the program ended, or closed it and goes on (the deadline still holds)
             try:
-                proc.wait(timeout=max(0.1, float(timeout_s)))
+                proc.wait(timeout=max(0.0, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
                 finished = False
         if not finished:

@@ -17,6 +17,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 
 import pytest
 
@@ -180,10 +181,22 @@ def test_math_correct_gives_the_same_answers_in_another_thread():
     assert expected == [right for _, _, right in MATH_CASES]
 
 
-def test_math_correct_reads_only_the_end_of_a_long_text():
-    text = '\\boxed{7} ' + 'x' * answers.MAX_MATH_CHARS + ' so the answer is \\boxed{9}'
-    assert answers.math_correct(text, '9')
-    assert not answers.math_correct('\\boxed{9}' + ' ' * answers.MAX_MATH_CHARS + 'then nothing', '9')
+def test_math_correct_reads_a_bounded_window_ending_at_the_last_box():
+    filler = ' the' * answers.MAX_MATH_CHARS  # an output that goes on after its answer (ignore_eos)
+    assert answers.math_correct('So the answer is $\\boxed{9}$.' + filler, '9')
+    assert not answers.math_correct('$\\boxed{7}$' + filler + ' so it is $\\boxed{8}$', '7')
+    assert answers.math_correct('$\\boxed{7}$' + filler + ' so it is $\\boxed{8}$', '8')
+    assert not answers.math_correct('9 ' + 'x' * answers.MAX_MATH_CHARS, '9')  # no box: only the tail is read
+
+
+def test_extraction_is_linear_and_a_huge_number_costs_nothing():
+    started = time.monotonic()
+    assert answers.extract_boxed('\\boxed{' * 200000) is None
+    assert answers.gsm8k_correct('\\boxed{' * 200000, GSM8K[0]['answer']) is False
+    assert time.monotonic() - started < 5
+    assert answers.gsm8k_extract('\\boxed{1e999999999}') == '1E+999999999'
+    assert answers.gsm8k_correct('\\boxed{1e999999999}', GSM8K[0]['answer']) is False
+    assert answers.gsm8k_correct('\\boxed{1.8e1}', GSM8K[0]['answer']) is True
 
 
 def test_math_correct_is_false_when_math_verify_raises(monkeypatch):
