@@ -17,9 +17,23 @@ What SGLang has no flag for comes from the environment:
     SIM_SGLANG_LOAD_SECONDS   2      start -> ready; every route answers 503 meanwhile
     SIM_SGLANG_BUILD          -      the build whose flags are accepted; else /etc/sim-sglang/build, else sglang-0.5.23
     SIM_SGLANG_OPTIONS_DIR    /usr/share/sim-sglang/builds   where <build>.json option lists are
-    SIM_SGLANG_FAULT          ""     fail_start | crash | never_ready
+    SIM_SGLANG_FAULT          ""     fail_start | crash | never_ready | lossy
     SIM_SGLANG_CRASH_AFTER    3      crash: generate requests served before the one that dies mid-stream
                                      (a streamed one dies only once its client was sent the tokens so far)
+    SIM_SGLANG_LOSSY_AFTER    16     lossy: a speculative server at temperature 0 emits, from this output position
+                                     on (0-based), a filler word other than the target model's token at every
+                                     position but the EOS (same length and timing, other text: not lossless); an
+                                     autoregressive server ignores the fault (and logs that it does)
+    SIM_SGLANG_ANSWERS        -      the answers file (TEST-ONLY, no model's figures): a path, or "none"; else
+                                     /etc/sim-sglang/answers.json where it exists, else none. A text prompt holding
+                                     one of its needles (the longest) gets an output that begins with that needle's
+                                     right text with probability accuracy[method] ("autoregressive", "dflash",
+                                     "ddtree", ...; else "default", else 1), else its wrong text; the draw comes from
+                                     the needle alone at temperature 0 (methods of equal accuracy answer alike), from
+                                     the needle and the request's seed when sampling. Answer tokens carry up to 4
+                                     UTF-8 bytes each (ids from 2**30, _sim_engine.answer_tokens); filler words
+                                     follow, and the EOS comes no earlier than just after the answer.
+                                     tests/sim/answers/make_answers.py writes the demo prompts' file
     SIM_SGLANG_TIME_SCALE     1      multiplies every modelled delay; 0 = zero delay: no sleeping, the
                                      scheduler runs ahead and each step's chunk goes out as fast as the
                                      server can write it (still one chunk per step, carrying that step's tokens)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import collections
 import heapq
+import json
 import math
 import os
 import threading
@@ -41,14 +42,89 @@ WORDS = (
 ).split()
 
 
-# Output ids outside [WORD_ID_MIN, WORD_ID_END) are special tokens (EOS): no text, as SGLang's detokenizer skips
-# special tokens by default (sampling_params.skip_special_tokens=True).
+# Output ids outside [WORD_ID_MIN, WORD_ID_END) and the answer range below are special tokens (EOS): no text, as
+# SGLang's detokenizer skips special tokens by default (sampling_params.skip_special_tokens=True).
 WORD_ID_MIN, WORD_ID_END = 1000, 32000
+
+# Answer tokens (the answers file's texts, see _sim_server.Answers): ids reserved in [ANSWER_ID_MIN, ANSWER_ID_END),
+# far above any vocabulary and EOS id and below 2**31 (the harness's bound on a token id). Like the prompt tokenizer
+# (text_tokens) a token carries up to TOKEN_BYTES bytes of UTF-8, but never a cut character, so every token is text
+# of its own and the text of a prefix of the ids is a prefix of the text: up to 4 ASCII characters (1..127) packed
+# 7 bits each, the first in the high bits, an unused place 0 (ANSWER_ASCII_SPAN ids); any other character alone, its
+# code point above them (1-4 UTF-8 bytes).
+ANSWER_ID_MIN = 1 << 30
+ANSWER_ASCII_SPAN = 1 << 28
+ANSWER_ID_END = ANSWER_ID_MIN + ANSWER_ASCII_SPAN + 0x110000
+
+
+def answer_tokens(text: str) -> List[int]:
+    """The answer-token ids of a text (see ANSWER_ID_MIN): runs of up to 4 ASCII characters, other characters alone."""
+    ids: List[int] = []
+    run = ""
+    for char in text:
+        if 0 < ord(char) < 128:
+            run += char
+            if len(run) == 4:
+                ids.append(_ascii_token(run))
+                run = ""
+            continue
+        if run:
+            ids.append(_ascii_token(run))
+            run = ""
+        ids.append(ANSWER_ID_MIN + ANSWER_ASCII_SPAN + ord(char))
+    if run:
+        ids.append(_ascii_token(run))
+    return ids
+
+
+def _ascii_token(run: str) -> int:
+    value = 0
+    for place in range(4):
+        value = (value << 7) | (ord(run[place]) if place < len(run) else 0)
+    return ANSWER_ID_MIN + value
+
+
+def answer_text(token: int) -> str:
+    """The text of one answer-token id (answer_tokens' inverse, token by token)."""
+    value = token - ANSWER_ID_MIN
+    if value >= ANSWER_ASCII_SPAN:
+        return chr(value - ANSWER_ASCII_SPAN)
+    return "".join(chr(code) for code in ((value >> shift) & 0x7F for shift in (21, 14, 7, 0)) if code)
 
 
 def detokenize(ids) -> str:
-    """Text for output token ids: each id is one word, so text grows with the ids (prefix-stable)."""
-    return "".join(" " + WORDS[token % len(WORDS)] for token in ids if WORD_ID_MIN <= token < WORD_ID_END)
+    """Text for output token ids: a word id is one word with its leading space, an answer id its text (answer_text),
+    any other id (EOS) nothing; each id's text is its own, so text grows with the ids (prefix-stable)."""
+    parts = []
+    for token in ids:
+        if WORD_ID_MIN <= token < WORD_ID_END:
+            parts.append(" " + WORDS[token % len(WORDS)])
+        elif ANSWER_ID_MIN <= token < ANSWER_ID_END:
+            parts.append(answer_text(token))
+    return "".join(parts)
+
+
+def json_text(text: str) -> str:
+    """A text as it stands between the quotes of its JSON string (json.dumps, non-ASCII kept as UTF-8 as SGLang's
+    orjson writes it); escaping is per character, so the escaped text of a concatenation is the concatenation."""
+    return json.dumps(text, ensure_ascii=False)[1:-1]
+
+
+def lossy_ids(planned: List[int], after: int, seed: int, keep: Optional[int] = None) -> List[int]:
+    """The ids a lossy speculative server emits instead of the target's ``planned`` ones: every id at position
+    ``after`` (0-based) and later becomes a filler word whose text differs from the planned id's, all but the id
+    ``keep`` (the EOS: the length, and so the timing, stay the target's). Deterministic in ``seed``."""
+    out = list(planned[:max(0, after)])
+    fillers = model.token_ids(seed ^ 0x1055, max(0, len(planned) - len(out)), WORD_ID_END)
+    for token, filler in zip(planned[len(out):], fillers):
+        if keep is not None and token == keep:
+            out.append(token)
+            continue
+        shown = detokenize([token])
+        while detokenize([filler]) == shown:
+            filler = WORD_ID_MIN + (filler - WORD_ID_MIN + 1) % (WORD_ID_END - WORD_ID_MIN)
+        out.append(filler)
+    return out
 
 
 # The emulator's tokenizer for text prompts: a token is 4 bytes of the UTF-8 text (about what BPE gives for English,
@@ -184,13 +260,17 @@ class GenRequest:
     output length at which the model emits ``eos_id`` and stops (None: never, as with ignore_eos).
     The prompt's tokens, for the prefix cache: ``prompt_ids`` (token ids given), else ``prompt_text`` (text, in
     text_tokens); ``chat``: the client is shown the answer with its leading space stripped (a chat message), so that
-    is the answer text a next turn sends back. Neither: the request is not cached."""
+    is the answer text a next turn sends back. Neither: the request is not cached.
+    ``answer_ids``: answer tokens the output begins with (answer_tokens of the answers file's text; the filler words
+    follow); ``lossy_after``: the lossy fault, every output id from that position on replaced (lossy_ids). Neither
+    changes how many tokens a step gives, only which."""
 
     def __init__(self, rid: str, prompt_tokens: int, max_new_tokens: int, seed: int,
                  workload: model.Workload, sink, index: int = 0, stream: bool = False,
                  crash_trigger: bool = False, internal: bool = False, tau: Optional[float] = None,
                  eos_at: Optional[int] = None, eos_id: int = 2, prompt_ids=None,
-                 prompt_text: Optional[str] = None, chat: bool = False):
+                 prompt_text: Optional[str] = None, chat: bool = False, answer_ids=None,
+                 lossy_after: Optional[int] = None):
         self.rid = rid
         self.prompt_tokens = prompt_tokens
         self.prompt_ids = None if prompt_ids is None else tuple(prompt_ids)
@@ -204,8 +284,13 @@ class GenRequest:
         self.eos_id = eos_id
         self.stops_at_eos = eos_at is not None and 0 < eos_at <= self.max_new_tokens
         self.limit = eos_at if self.stops_at_eos else self.max_new_tokens
+        if answer_ids:
+            shown = list(answer_ids)[:self.max_new_tokens]
+            self.planned_ids[:len(shown)] = shown
         if self.stops_at_eos:
             self.planned_ids[eos_at - 1] = eos_id
+        if lossy_after is not None:
+            self.planned_ids = lossy_ids(self.planned_ids, lossy_after, seed, eos_id if self.stops_at_eos else None)
         self.num_draft_tokens = max(1, int(workload.num_draft_tokens))
         self.output_ids: List[int] = []
         self.verify_ct = 0
@@ -269,15 +354,15 @@ class GenRequest:
         self.sink.put((self.index, len(self.output_ids), self.verify_ct, self.finished))
 
     def text_and_ids_json(self, count: int):
-        """(the text, the ids between the brackets of their JSON list) of the first ``count`` output tokens, as
-        json.dumps writes them. Made incrementally: a stream asks for growing counts, so each step costs its
-        own tokens only, not the whole output again."""
+        """(the text between the quotes of its JSON string, the ids between the brackets of their JSON list) of the
+        first ``count`` output tokens, as json.dumps writes them. Made incrementally: a stream asks for growing
+        counts, so each step costs its own tokens only, not the whole output again."""
         if count < self._shown:
             ids = self.output_ids[:count]
-            return detokenize(ids), ", ".join(map(str, ids))
+            return json_text(detokenize(ids)), ", ".join(map(str, ids))
         new = self.output_ids[self._shown:count]
         if new:
-            self._shown_text += detokenize(new)
+            self._shown_text += json_text(detokenize(new))
             more = ", ".join(map(str, new))
             self._shown_ids = self._shown_ids + ", " + more if self._shown_ids else more
             self._shown = count

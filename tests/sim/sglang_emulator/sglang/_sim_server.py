@@ -27,13 +27,13 @@ import threading
 import time
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import List, Optional
+from typing import List, NamedTuple, Optional
 from urllib.parse import parse_qs, urlsplit
 
 from . import __version__
 from . import _sim_gpu as gpu
 from . import _sim_model as model
-from ._sim_engine import Engine, GenRequest, detokenize
+from ._sim_engine import Engine, GenRequest, answer_tokens, detokenize
 from .srt import server_args
 
 SPEC_NEEDS_DRAFT = ("DFLASH", "DDTREE", "EAGLE", "EAGLE3", "STANDALONE", "DSPARK")
@@ -41,6 +41,10 @@ SPEC_NEEDS_DRAFT = ("DFLASH", "DDTREE", "EAGLE", "EAGLE3", "STANDALONE", "DSPARK
 # else the first line of this file (the simulated host's setting, as /etc/sim-sglang/build), else "keep".
 SPEC_PREFIX_CACHE_FILE = "/etc/sim-sglang/spec-prefix-cache"
 SPEC_PREFIX_CACHE_MODES = ("keep", "lose")
+# The answers file (test-only, see Answers): SIM_SGLANG_ANSWERS (a path, or "none"), else this file where it exists.
+ANSWERS_FILE = "/etc/sim-sglang/answers.json"
+# The lossy fault (SIM_SGLANG_FAULT=lossy): the output position from which a speculative server's tokens differ.
+DEFAULT_LOSSY_AFTER = 16
 DEFAULT_MAX_NEW_TOKENS = 128
 HEALTH_CHECK_TIMEOUT = float(os.environ.get("SGLANG_HEALTH_CHECK_TIMEOUT", "20"))
 
@@ -101,6 +105,105 @@ def spec_prefix_cache_mode() -> str:
     if value not in SPEC_PREFIX_CACHE_MODES:
         raise ValueError("%s is %r; it must be keep or lose" % (origin, value))
     return value
+
+
+class Answers:
+    """The answers file: what the emulated model answers to the prompts it knows. TEST-ONLY figures, no model's.
+
+    {"note": str, "accuracy": {"default": p, "<method>": p, ...}, "answers": [{"needle": str, "right": str,
+    "wrong": str}, ...]} (tests/sim/answers/make_answers.py writes the demo prompts' one). A text prompt that contains
+    a needle (the longest that matches) gets an output that begins with that entry's right text with probability
+    accuracy[method] (method: ``method_key``; "default" for a method not named, 1.0 without one), else with its wrong
+    text. The draw is ``answer_uniform``: from the needle alone at temperature 0, so methods of the same accuracy
+    answer the same tokens (lossless); from the needle and the request's seed when sampling."""
+
+    def __init__(self, data, origin: str = "answers"):
+        """Checks ``data`` (the file's JSON); ValueError naming ``origin`` and the field."""
+        if not isinstance(data, dict) or not isinstance(data.get("answers"), list):
+            raise ValueError('%s: expected {"note", "accuracy", "answers": [...]}' % origin)
+        accuracy = data.get("accuracy", {})
+        if not isinstance(accuracy, dict):
+            raise ValueError("%s: accuracy must be an object of method: probability" % origin)
+        for method, value in accuracy.items():
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
+                raise ValueError("%s: accuracy.%s is %r; it must be a number from 0 to 1" % (origin, method, value))
+        self.accuracy = {str(method).lower(): float(value) for method, value in accuracy.items()}
+        entries = []
+        for i, entry in enumerate(data["answers"]):
+            fields = [entry.get(key) if isinstance(entry, dict) else None for key in ("needle", "right", "wrong")]
+            if not all(isinstance(value, str) for value in fields) or not fields[0]:
+                raise ValueError("%s: answers[%d] must have a non-empty needle and a right and a wrong text" % (origin, i))
+            try:
+                "".join(fields).encode("utf-8")
+            except UnicodeEncodeError:
+                raise ValueError("%s: answers[%d] holds a lone surrogate, which is not UTF-8" % (origin, i))
+            entries.append((fields[0], answer_tokens(fields[1]), answer_tokens(fields[2])))
+        # the longest needle first: a prompt that holds two takes the longer (the more specific) one
+        self.entries = sorted(entries, key=lambda entry: -len(entry[0]))
+
+    def find(self, text: Optional[str]):
+        """(needle, right ids, wrong ids) of the longest needle in ``text``, or None."""
+        if not text:
+            return None
+        for entry in self.entries:
+            if entry[0] in text:
+                return entry
+        return None
+
+    def accuracy_of(self, method: str) -> float:
+        """The probability of the right answer for a method (method_key): its own, else "default", else 1.0."""
+        return self.accuracy.get(method_key(method), self.accuracy.get("default", 1.0))
+
+
+def method_key(method: str) -> str:
+    """The method's name in the answers file: "autoregressive" for none, else the emulator's method lower-cased
+    (dflash, ddtree, eagle3, ...)."""
+    return "autoregressive" if method == model.AUTOREGRESSIVE else method.lower()
+
+
+def answer_uniform(needle: str, seed: Optional[int] = None) -> float:
+    """A uniform draw in [0, 1) from the needle alone (seed None: greedy decoding) or from the needle and a seed."""
+    parts = ("answer", needle) if seed is None else ("answer", needle, seed)
+    return model.request_seed(*parts) / float(1 << 64)
+
+
+def load_answers() -> Optional[Answers]:
+    """The answers file: SIM_SGLANG_ANSWERS (a path; "none": no answers), else ANSWERS_FILE where it exists, else None.
+    A file named that cannot be read, or one that is not as Answers documents, is refused (ValueError): a broken file
+    must not silently answer nothing."""
+    value = os.environ.get("SIM_SGLANG_ANSWERS", "").strip()
+    if value.lower() == "none":
+        return None
+    path = value or ANSWERS_FILE
+    if not value and not os.path.exists(path):
+        return None
+    try:
+        with open(path, encoding="utf-8") as handle:
+            data = json.load(handle)
+    except (OSError, ValueError) as exc:
+        raise ValueError("answers file %s: %s" % (path, exc))
+    return Answers(data, path)
+
+
+def lossy_after_setting() -> int:
+    """SIM_SGLANG_LOSSY_AFTER (default DEFAULT_LOSSY_AFTER): a whole number from 0 on, else ValueError."""
+    value = os.environ.get("SIM_SGLANG_LOSSY_AFTER", "").strip()
+    if not value:
+        return DEFAULT_LOSSY_AFTER
+    if not value.isdigit():
+        raise ValueError("SIM_SGLANG_LOSSY_AFTER is %r; it must be a whole number from 0" % value)
+    return int(value)
+
+
+class Plan(NamedTuple):
+    """What a request's content makes of it (SimServer.plan): its mean accepted tokens per verify step (None: the
+    workload's), the output length at which it emits EOS (None: never), the answers file's entry its prompt holds
+    (None: none) and its temperature."""
+
+    tau: Optional[float] = None
+    eos_at: Optional[int] = None
+    answer: Optional[tuple] = None
+    temperature: float = 1.0
 
 
 # Where the collection keeps the metrics lists, when the emulator runs from a checkout (tests outside the sim image,
@@ -321,12 +424,15 @@ class SimServer:
         self.weight_version = "default"
         self.eos_id = eos_token_id(args["model_path"])
         self.spec_prefix_cache = "keep"  # read at load (spec_prefix_cache_mode)
+        self.answers: Optional[Answers] = None  # read at load (load_answers)
+        self.lossy_after: Optional[int] = None  # the lossy fault's position, on a speculative server only
         self.metrics = metrics_spec(server_args.build_name()) if args.get("enable_metrics") else None
 
     # ---- what a request's content makes of it ------------------------------------------------
 
-    def plan(self, content, temperature, ignore_eos: bool):
-        """(tau, eos_at) of a request: its acceptance and where it stops follow its content, deterministically.
+    def plan(self, content, temperature, ignore_eos: bool) -> Plan:
+        """The Plan of a request: its acceptance and where it stops follow its content, deterministically, and so
+        does the answer it begins with (the answers file's entry whose needle the text holds).
 
         ``content`` is the prompt as the server sees it (text, or token ids: those read as chat, having no words);
         ``temperature`` as SGLang's sampling params take it (default 1.0); ``ignore_eos`` as SGLang's (default
@@ -336,7 +442,22 @@ class SimServer:
         content_seed = model.request_seed("content", content)
         tau = model.request_tau(self.workload, category, temperature, content_seed) if self.spec else None
         eos_at = None if ignore_eos else model.eos_position(category, content_seed)
-        return tau, eos_at
+        answer = self.answers.find(text) if self.answers is not None else None
+        return Plan(tau, eos_at, answer, temperature)
+
+    def output_plan(self, plan: Plan, seed: int):
+        """(answer ids, eos_at, lossy_after) of one request of a plan with its seed: the right or the wrong answer
+        (Answers), the EOS no earlier than just after the answer (the model stops once it has answered, not
+        within), and the lossy fault's position for a speculative server at temperature 0 (else None)."""
+        answer_ids, eos_at = None, plan.eos_at
+        if plan.answer is not None:
+            needle, right, wrong = plan.answer
+            draw = answer_uniform(needle, None if plan.temperature <= 0 else seed)
+            answer_ids = right if draw < self.answers.accuracy_of(self.method) else wrong
+            if eos_at is not None:
+                eos_at = max(eos_at, len(answer_ids) + 1)
+        lossy = self.lossy_after if plan.temperature <= 0 else None
+        return answer_ids, eos_at, lossy
 
     # ---- start-up ---------------------------------------------------------------------------
 
@@ -360,8 +481,20 @@ class SimServer:
         self._read_draft_quality()
         try:
             self.spec_prefix_cache = spec_prefix_cache_mode()
+            self.answers = load_answers()
+            lossy_after = lossy_after_setting() if self.fault == "lossy" else None
         except ValueError as exc:
             raise StartupError(["ValueError: [sglang emulator] %s" % exc])
+        if self.answers is not None:
+            log("[sglang emulator] answers file (test-only): %d answers, accuracy of %s %.4g"
+                % (len(self.answers.entries), method_key(self.method), self.answers.accuracy_of(self.method)), "TP0")
+        if lossy_after is not None and self.spec:
+            self.lossy_after = lossy_after
+            log("[sglang emulator] fault lossy: at temperature 0 every output token from position %d on differs "
+                "from the target model's" % lossy_after, "TP0")
+        elif lossy_after is not None:
+            log("[sglang emulator] fault lossy ignored: an autoregressive server decodes the target model's own "
+                "tokens", "TP0")
         if args.get("enable_metrics") and self.metrics is None:
             raise StartupError(["FileNotFoundError: [sglang emulator] no <build>.metrics.json in %s for --enable-metrics"
                                 % os.environ.get("SIM_SGLANG_OPTIONS_DIR", server_args.OPTIONS_DIR)])
@@ -1057,7 +1190,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def _submit(self, prompt_tokens: List[int], max_tokens: List[int], seeds: List[int], rids: List[str],
                 stream: bool, plans=None, prompts=None, chat: bool = False):
-        """Queue one request per prompt, each with its (tau, eos_at) plan; returns (requests, sink). ``prompts``: each
+        """Queue one request per prompt, each with its Plan; returns (requests, sink). ``prompts``: each
         request's prompt for the prefix cache (text, or a list of token ids; None: not cached); ``chat``: the answers
         are chat messages (shown without their leading space)."""
         sim = self.sim
@@ -1073,16 +1206,17 @@ class Handler(BaseHTTPRequestHandler):
                                  % (n, sim.context_len))
         sink: "queue.Queue" = queue.Queue()
         reqs = []
-        plans = plans or [(None, None)] * len(prompt_tokens)
+        plans = plans or [Plan()] * len(prompt_tokens)
         prompts = prompts or [None] * len(prompt_tokens)
-        for i, (n, m, seed, rid, (tau, eos_at), prompt) in enumerate(
+        for i, (n, m, seed, rid, plan, prompt) in enumerate(
                 zip(prompt_tokens, max_tokens, seeds, rids, plans, prompts)):
             trigger = sim.note_generate()
             ids = prompt if isinstance(prompt, list) and all(isinstance(t, int) for t in prompt) else None
+            answer_ids, eos_at, lossy_after = sim.output_plan(plan, seed)
             req = GenRequest(rid, n, DEFAULT_MAX_NEW_TOKENS if m is None else m, seed, sim.workload, sink,
-                             index=i, stream=stream, crash_trigger=trigger, tau=tau, eos_at=eos_at,
+                             index=i, stream=stream, crash_trigger=trigger, tau=plan.tau, eos_at=eos_at,
                              eos_id=sim.eos_id, prompt_ids=ids, prompt_text=prompt if isinstance(prompt, str) else None,
-                             chat=chat)
+                             chat=chat, answer_ids=answer_ids, lossy_after=lossy_after)
             reqs.append(req)
         for req in reqs:
             sim.pick_engine().submit(req)
@@ -1121,7 +1255,7 @@ class Handler(BaseHTTPRequestHandler):
     def _native_chunk(self, req: GenRequest, final: bool, batch: bool, count: int) -> bytes:
         """json.dumps(self._native_output(req, final, batch, count)) made from the request's incremental JSON of
         its text and ids: a stream re-sends both whole every step, which would make the cost of a chunk grow
-        with the output. The text is words of WORDS, so its JSON is the text in quotes."""
+        with the output. The text's JSON is escaped a step at a time (json_text), as answers carry any character."""
         text, ids = req.text_and_ids_json(count)
         meta = json.dumps(req.meta_info(final, self.sim.spec, self.sim.weight_version, count))
         index = ', "index": %d' % req.index if batch else ""
