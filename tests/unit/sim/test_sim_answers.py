@@ -382,6 +382,32 @@ def test_a_prompt_without_a_needle_gets_todays_output(servers):
         generate(servers["dflash_none"], ids, max_new_tokens=50)["output_ids"]
 
 
+def demo_records():
+    """(prompt turn, grading reference) of every graded demo record, as the campaign normalizes them."""
+    found = []
+    for name in make_answers.SETS:
+        parsed, _fmt = datasets.parse((PROMPTS / ("demo-%s.jsonl" % name)).read_bytes(), name)
+        found.extend((record["turns"][0], record["reference"]) for record in parsed)
+    return found
+
+
+def test_the_controllers_graders_take_the_right_answers_and_refuse_the_wrong_ones(servers):
+    """End to end: each graded demo prompt as the campaign sends it, the emulator's whole output (answer, filler
+    words, EOS) graded by plugins/plugin_utils/answers.py (code run by plain python3 here, not the sandbox)."""
+    from ansible_collections.specdec.bench.plugins.plugin_utils import answers  # pylint: disable=import-outside-toplevel
+
+    def execute(program):
+        return run_python(program) == 0
+
+    graded = demo_records()
+    assert len(graded) == 15
+    for turn, reference in graded:
+        right = greedy(servers["dflash"], chat_prompt(turn), max_new_tokens=1024)["text"]
+        wrong = greedy(servers["dflash_zero"], chat_prompt(turn), max_new_tokens=1024)["text"]
+        assert answers.grade(reference, right, execute) is True, (reference, right)
+        assert answers.grade(reference, wrong, execute) is False, (reference, wrong)
+
+
 def test_a_malformed_answers_file_stops_the_server_at_start(tmp_path):
     bad = tmp_path / "answers.json"
     bad.write_text(json.dumps({"answers": [{"needle": "x"}]}))
