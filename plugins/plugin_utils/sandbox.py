@@ -14,17 +14,17 @@ in Debian's bubblewrap (`bwrap`), one process per program, on the controller.
   -> {'passed', 'returncode', 'timed_out', 'output'}: `python3 -I -` reads ``source`` on stdin inside bwrap.
 
 The sandbox (see _bwrap_args): every namespace unshared (--unshare-all: the network namespace is new, with only a
-loopback, so nothing outside is reachable), no further user namespaces, --die-with-parent, --new-session (no
-terminal injection), the root file system bound read-only, a private size-bounded tmpfs on /tmp (the working dir),
-read-only empty tmpfs over /root and /home (the users' files are not visible), a fresh /dev and /proc, the environment
-cleared to PATH, HOME=/tmp and LANG. bwrap itself runs as nobody (65534) when we are root, so the limits apply (root
-ignores RLIMIT_NPROC). The rlimits are set inside the sandbox by a launcher (`python3 -I -c LAUNCHER`) that then
-execs `python3 -I -` on the program: RLIMIT_AS (memory_mb), RLIMIT_CPU (cpu_s), RLIMIT_NPROC (max_procs tasks, see
-_nproc_limit), RLIMIT_FSIZE (max_file_mb), RLIMIT_CORE 0. Not in a preexec_fn, which Python documents as unsafe
-where threads run (the caller may grade in threads): dropping to nobody is Popen's user/group, done before exec in C.
-At the wall-clock timeout the whole process group is killed; the pid namespace dies with it (its init is bwrap's
-child, which --die-with-parent ends), taking every process the program made. Only the last 2 KiB of stdout+stderr
-are kept, whatever the program prints.
+loopback, so nothing outside is reachable), no further user namespaces (bwrap >= 0.8), --die-with-parent,
+--new-session (no terminal injection), the root file system bound read-only, a private tmpfs on /tmp (the working
+dir; its size bounded with bwrap >= 0.7), read-only empty tmpfs over /root and /home (the users' files are not
+visible), a fresh /dev and /proc, the environment cleared to PATH, HOME=/tmp and LANG. bwrap itself runs as nobody
+(65534) when we are root, so the limits apply (root ignores RLIMIT_NPROC). The rlimits are set inside the sandbox by
+a launcher (`python3 -I -c LAUNCHER`) that then execs `python3 -I -` on the program: RLIMIT_AS (memory_mb),
+RLIMIT_CPU (cpu_s), RLIMIT_NPROC (max_procs tasks, see _nproc_limit), RLIMIT_FSIZE (max_file_mb), RLIMIT_CORE 0.
+Not in a preexec_fn, which Python documents as unsafe where threads run (the caller may grade in threads): dropping
+to nobody is Popen's user/group, done before exec in C. At the wall-clock timeout the whole process group is killed;
+the pid namespace dies with it (its init is bwrap's child, which --die-with-parent ends), taking every process the
+program made. Only the last 2 KiB of stdout+stderr are kept, whatever the program prints.
 
 RLIMIT_NPROC counts the tasks of the sandbox's user namespace since Linux 5.14, so runs at once do not share it;
 on older kernels it counts all of the user's tasks, and each run allows max_procs over what the user has when it
@@ -51,8 +51,11 @@ MISSING = ('accuracy.execute_code needs bubblewrap (Debian/Ubuntu package `bubbl
 PROBE_TIMEOUT_S = 20
 KILL_GRACE_S = 5
 
+OPTIONAL_OPTIONS = ('--size', '--disable-userns')
+
 _PROBED = {}
-_PROBE_LOCK = threading.Lock()
+_FEATURES = {}
+_PROBE_LOCK = threading.RLock()  # find_bwrap holds it while the probe reads _features
 
 
 class SandboxError(RuntimeError):
@@ -64,11 +67,31 @@ def _sandbox_user():
     return (NOBODY, NOBODY) if os.geteuid() == 0 else None
 
 
+def _features(bwrap):
+    """The options of ``bwrap --help`` among OPTIONAL_OPTIONS (cached per path): --size came in bubblewrap 0.7 and
+    --disable-userns in 0.8 (Ubuntu 22.04 has 0.6.1), so older versions sandbox without them.
+    """
+    with _PROBE_LOCK:
+        if bwrap not in _FEATURES:
+            try:
+                done = subprocess.run([bwrap, '--help'], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=PROBE_TIMEOUT_S, check=False)
+                text = done.stdout.decode('utf-8', 'replace')
+            except (OSError, subprocess.SubprocessError):
+                text = ''
+            _FEATURES[bwrap] = frozenset(option for option in OPTIONAL_OPTIONS if re.search(r'(^|\s)%s(\s|$)' % option, text, re.M))
+        return _FEATURES[bwrap]
+
+
 def _bwrap_args(bwrap, tmp_mb):
-    """The bwrap command line up to '--', for a /tmp of at most ``tmp_mb`` MiB."""
-    args = [bwrap, '--unshare-all', '--unshare-user', '--disable-userns', '--die-with-parent', '--new-session',
-            '--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc',
-            '--size', str(tmp_mb << 20), '--tmpfs', '/tmp']
+    """The bwrap command line up to '--', for a /tmp of at most ``tmp_mb`` MiB where bwrap can bound it."""
+    features = _features(bwrap)
+    args = [bwrap, '--unshare-all', '--unshare-user']
+    if '--disable-userns' in features:
+        args.append('--disable-userns')
+    args += ['--die-with-parent', '--new-session', '--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc']
+    if '--size' in features:
+        args += ['--size', str(tmp_mb << 20)]
+    args += ['--tmpfs', '/tmp']
     for hidden in ('/root', '/home'):
         if os.path.isdir(hidden):
             args += ['--tmpfs', hidden, '--remount-ro', hidden]

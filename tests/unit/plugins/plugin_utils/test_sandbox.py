@@ -240,6 +240,27 @@ def test_upstream_canonical_solutions_pass_in_the_sandbox_and_wrong_ones_fail():
         assert answers.grade(reference, 'def nothing():\n    pass\n', execute=execute) is False, record['task_id']
 
 
+def test_options_of_newer_bubblewraps_are_used_only_where_bwrap_has_them(monkeypatch):
+    monkeypatch.setattr(sandbox, '_FEATURES', {'/old/bwrap': frozenset(), '/new/bwrap': frozenset(sandbox.OPTIONAL_OPTIONS)})
+    old = sandbox._bwrap_args('/old/bwrap', 64)  # pylint: disable=protected-access
+    new = sandbox._bwrap_args('/new/bwrap', 64)  # pylint: disable=protected-access
+    assert '--size' not in old and '--disable-userns' not in old
+    assert new[new.index('--size') + 1] == str(64 << 20) and new[new.index('--size') + 2:new.index('--size') + 4] == ['--tmpfs', '/tmp']
+    assert '--disable-userns' in new
+    for args in (old, new):
+        assert args[1:3] == ['--unshare-all', '--unshare-user'] and args[-1] == '--'
+        assert args[args.index('--ro-bind'):args.index('--ro-bind') + 3] == ['--ro-bind', '/', '/']
+
+
+@needs_bwrap
+def test_the_installed_bwrap_options_are_detected():
+    bwrap = sandbox.find_bwrap()
+    version = subprocess.run([bwrap, '--version'], stdout=subprocess.PIPE, check=False).stdout.decode().split()[-1]
+    expected = {'--size'} if tuple(int(x) for x in version.split('.')[:2]) >= (0, 7) else set()
+    expected |= {'--disable-userns'} if tuple(int(x) for x in version.split('.')[:2]) >= (0, 8) else set()
+    assert sandbox._features(bwrap) == expected  # pylint: disable=protected-access
+
+
 def test_rlimit_nproc_counts_per_user_namespace_from_linux_5_14():
     assert sandbox._per_namespace_nproc('5.14.0-1-amd64') and sandbox._per_namespace_nproc('6.18.44-fc')  # pylint: disable=protected-access
     assert not sandbox._per_namespace_nproc('5.10.0-28-amd64') and not sandbox._per_namespace_nproc('4.19.0')  # pylint: disable=protected-access
