@@ -166,6 +166,10 @@ def _probe(bwrap):
         out, _ = proc.communicate(timeout=PROBE_TIMEOUT_S)
     except subprocess.TimeoutExpired:
         _kill(proc)
+        try:
+            proc.communicate(timeout=KILL_GRACE_S)
+        except subprocess.TimeoutExpired:
+            pass
         return 'bwrap did not finish a trivial sandbox in %d s' % PROBE_TIMEOUT_S
     except OSError as exc:
         return 'cannot run %s: %s' % (bwrap, exc)
