@@ -286,13 +286,14 @@ def humaneval_program(reference, text):
     """The HumanEval check program of a generated text, after openai/human-eval human_eval/execution.py
     (check_correctness builds problem["prompt"] + completion + "\\n" + problem["test"] + "\\n" + "check(entry_point)").
 
-    A chat model writes the whole function, so the prompt is prepended only when the code does not define
-    ``def <entry_point>(`` (a completion-style body); program = code + "\\n" + test + "\\n" + "check(<entry_point>)".
+    The prompt is always prepended: a completion-style body completes its stub, and a chat model's whole function
+    (``def <entry_point>(``, after a blank line) redefines the stub, a valid function with its docstring alone, while
+    the prompt's imports and helpers stay defined (HumanEval/10's is_palindrome); program = prompt + code + "\\n" +
+    test + "\\n" + "check(<entry_point>)".
     """
     entry_point = reference['entry_point']
     code = extract_code(text)
-    if not _defines(code, entry_point):
-        code = reference['prompt'] + code
+    code = reference['prompt'] + ('\n' if _defines(code, entry_point) else '') + code
     return code + '\n' + reference['test'] + '\n' + 'check(%s)' % entry_point
 
 

@@ -139,3 +139,20 @@ def test_report_files_are_written(host):
         data = (REPORT / name).read_bytes()
         assert data.startswith(PNG_SIGNATURE) and len(data) > 5000, name
         assert f"]({name})" in text
+
+
+def test_the_lossy_method_is_marked_beside_its_speedup_with_a_footnote():
+    """The emulator's lossy fault changed DDTree's tokens from position 8 on at T=0: every DDTree request differs from
+    AR's there while AR is identical to itself across concurrencies, so the report flags it and marks its speedup."""
+    with open(REPORT / "results-equality.csv", newline="", encoding="utf-8") as handle:
+        equality = {(row["stage"], int(row["concurrency"])): row for row in csv.DictReader(handle)}
+    for concurrency in CONCURRENCY:
+        floor, lossy = equality[("tp1-autoregressive", concurrency)], equality[("tp1-ddtree-b32-k4", concurrency)]
+        assert float(floor["identical_share"]) == 1.0 and floor["flagged"] == "false"
+        assert int(lossy["compared"]) == 8 and float(lossy["identical_share"]) == 0.0 and lossy["flagged"] == "true"
+        assert float(lossy["diverge_median"]) == 8.0 and float(lossy["identical_32_share"]) == 0.0
+    text = (REPORT / "report.md").read_text()
+    settings = text[text.index("### TP1"):]
+    assert "DDTree B=32 k=4 ¶" in settings and "¶ its outputs at T=0 differ from AR" in settings
+    assert "## Lossless and accurate" in text and "tp1-ddtree-b32-k4" in text[text.index("## Lossless and accurate"):]
+    assert all(row["setting"].endswith("¶") == (row["stage"] == "tp1-ddtree-b32-k4") for row in report_rows())

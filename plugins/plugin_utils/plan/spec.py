@@ -29,7 +29,10 @@ from .workload import spec_concurrency, spec_repeats, spec_workload
 CAMPAIGN_MAX_LEN = 64
 SPEC_KEYS = ('campaign', 'description', 'model', 'draft', 'tp', 'methods', 'workload', 'concurrency', 'repeats',
              'mem_fraction', 'min_kv_headroom_gib', 'extra_args', 'env', 'parallel', 'enable_metrics', 'slo', 'search',
-             'crossover')
+             'crossover', 'accuracy')
+# The task accuracy's options (the report grades the outputs; docs/report.md "Lossless and accurate"): execute_code runs
+# the humaneval and mbpp reference tests against the generated code, in the controller's sandbox (bubblewrap).
+ACCURACY_KEYS = ('execute_code',)
 TP_KEYS = ('size', 'gpus', 'id', 'pool')
 # spec.parallel: how many stages may run at once, on disjoint GPUs (1, the default, is one at a time)
 PARALLEL_ALLOWED = 'true, false or a number of stages >= 1'
@@ -204,6 +207,18 @@ def spec_stoppable_processes(processes):
     return rules
 
 
+def spec_accuracy(accuracy):
+    """The spec's accuracy options, normalized: {'execute_code': bool}, off by default."""
+    if accuracy is None:
+        return {'execute_code': False}
+    check_keys(accuracy, 'accuracy', ACCURACY_KEYS)
+    execute = accuracy.get('execute_code', False)
+    if not isinstance(execute, bool):
+        fail('accuracy.execute_code', 'is %r' % (execute,), 'true (run the humaneval and mbpp tests on the generated code in '
+             'the controller\'s bubblewrap sandbox) or false')
+    return {'execute_code': execute}
+
+
 def validate_spec(spec, table, build=None):
     """Everything about the spec that does not depend on the host, checked before any stage is built."""
     check_keys(spec, 'spec', SPEC_KEYS)
@@ -261,4 +276,6 @@ def validate_spec(spec, table, build=None):
         'env': env,
         'parallel': _spec_parallel(spec.get('parallel', False)),
         'enable_metrics': metrics, 'metrics_note': metrics_note,
+        # what the report's task accuracy may do (spec_accuracy)
+        'accuracy': spec_accuracy(spec.get('accuracy')),
     }

@@ -138,6 +138,8 @@ def make_stage(plan, table, tp, indices, why_not, host, method, params, port, st
         'sglang_build': dict(plan['sglang_build']),
         # SGLang's /metrics (--enable-metrics in argv), which bench_run scrapes around each measured run; why not when off
         'enable_metrics': plan['enable_metrics'],
+        # the report's task accuracy options (spec.accuracy): execute_code runs the code sets' tests in its sandbox
+        'accuracy': dict(plan['accuracy']),
         'metrics_note': plan['metrics_note'],
         'feasible': reason is None,
         'reason': reason,

@@ -35,11 +35,13 @@ import shutil
 import tempfile
 
 from ansible_collections.specdec.bench.plugins.module_utils._common import ID_MAX_LEN, ID_PATTERN, RESULTS_LAYOUT, atomic_write, is_id
+from ansible_collections.specdec.bench.plugins.plugin_utils import sandbox
 from .checkpoints import checkpoint_report, EVALUATION
 from .compare import compare_rows
 from .csv import all_rows, render_csv, render_evaluation, render_json, render_schedule
 from .keys import BASELINE_METHOD, CATEGORY_KEYS, COMPARE_KEYS, DEFAULT_NOISY_CV, REPEAT_KEYS
 from .latex import render_latex
+from .lossless import ACCURACY_KEYS, CODE_KINDS, COMPARE_ACCURACY_KEYS, compare_accuracy, EQUALITY_KEYS, execute_code_of
 from .markdown import render_comparison_markdown, render_markdown
 from .pays import CAPACITY_KEYS, CROSSOVER_KEYS, pays_report, SLO_KEYS
 from .plots import PLOT_CACHE, read_plot_cache, render_plot_cache, write_plots
@@ -111,6 +113,27 @@ def check_noisy_cv(value):
     return float(value)
 
 
+def code_runner(host_data):
+    """The sandbox's runner (program -> passed) when a measured stage's plan sets accuracy.execute_code and has a code
+    set with references; None otherwise. ReportError when the sandbox is needed and missing (sandbox.find_bwrap's
+    message), before anything is written."""
+    wanted = False
+    for data in host_data:
+        for entry in data['stages']:
+            if not execute_code_of(entry):
+                continue
+            for item in (entry['status'] or {}).get('datasets') or []:
+                refs = data['references'].get(item.get('references_sha256')) if isinstance(item, dict) else None
+                wanted = wanted or any(ref['kind'] in CODE_KINDS for ref in (refs or {}).values())
+    if not wanted:
+        return None
+    try:
+        sandbox.find_bwrap()
+    except sandbox.SandboxError as exc:
+        raise ReportError(str(exc)) from exc
+    return lambda program: sandbox.run_program(program)['passed']
+
+
 def generate(results_root, campaign, output_dir, layout=None, hosts=None, compare_to=None, baseline_method=BASELINE_METHOD,
              plots=True, noisy_cv=DEFAULT_NOISY_CV, schedule_check=None, schedule_name=None):
     """Read, build and write the report. Returns {'files': {name: path}, 'changed': [names], 'report': report,
@@ -138,7 +161,7 @@ def generate(results_root, campaign, output_dir, layout=None, hosts=None, compar
         if not hosts:
             raise ReportError('results_dir %s holds no host with campaign %s; allowed: a campaign collected there' % (results_root, campaign))
     host_data = [read_host(results_root, host, campaign, layout) for host in hosts]
-    report = build_report(host_data, campaign, baseline_method, noisy_cv)
+    report = build_report(host_data, campaign, baseline_method, noisy_cv, code_runner(host_data))
     checkpoints = checkpoint_report(report, host_data)
     if checkpoints is not None:  # a checkpoint sweep: results.json, report.md and report.tex show it
         report['checkpoints'] = checkpoints
@@ -171,6 +194,9 @@ def generate(results_root, campaign, output_dir, layout=None, hosts=None, compar
     write('results-categories.csv', render_csv(report['categories'], CATEGORY_KEYS))
     write('results-why.csv', render_csv(why_csv_rows(report), WHY_KEYS))
     write('results.json', render_json(report))
+    for name, key, columns in (('results-equality.csv', 'equality', EQUALITY_KEYS), ('results-accuracy.csv', 'accuracy', ACCURACY_KEYS)):
+        if (report.get('lossless') or {}).get(key):  # only where stages kept outputs
+            write(name, render_csv(report['lossless'][key], columns))
     for name, key, columns in (('results-slo.csv', 'slo_rows', SLO_KEYS), ('capacity.csv', 'capacity', CAPACITY_KEYS),
                                ('crossover.csv', 'crossover', CROSSOVER_KEYS)):
         if (pays or {}).get(key):  # only with something to put in it: a campaign without the load family writes what it did
@@ -187,12 +213,15 @@ def generate(results_root, campaign, output_dir, layout=None, hosts=None, compar
     skipped = list(report['skipped_files'])
     if compare_to is not None:
         before_hosts = chosen if chosen is not None else find_hosts(results_root, compare_to)
-        before = build_report([read_host(results_root, host, compare_to, layout) for host in before_hosts], compare_to,
-                              baseline_method, noisy_cv)
+        before_data = [read_host(results_root, host, compare_to, layout) for host in before_hosts]
+        before = build_report(before_data, compare_to, baseline_method, noisy_cv, code_runner(before_data))
         skipped += before['skipped_files']
         rows = compare_rows(report['rows'], before['rows'], report['repeats'], before['repeats'])
         write('compare-%s.csv' % compare_to, render_csv(rows, COMPARE_KEYS))
-        write('compare-%s.md' % compare_to, render_comparison_markdown(campaign, compare_to, rows, skipped))
+        accuracy = compare_accuracy((report.get('lossless') or {}).get('accuracy'), (before.get('lossless') or {}).get('accuracy'))
+        if accuracy:
+            write('compare-%s-accuracy.csv' % compare_to, render_csv(accuracy, COMPARE_ACCURACY_KEYS))
+        write('compare-%s.md' % compare_to, render_comparison_markdown(campaign, compare_to, rows, skipped, accuracy))
     if cache is not None:
         outputs[PLOT_CACHE] = render_plot_cache(cache)
     changed = [name for name in write_set(output_dir, outputs) if name != PLOT_CACHE]

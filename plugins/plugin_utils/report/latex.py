@@ -13,6 +13,7 @@ import re
 from .keys import METHOD_NAMES
 from .latex_sections import _tex_ci, checkpoint_latex, interference_latex, paper_latex, tex_escape, time_latex
 from .latex_pays import pays_latex
+from .latex_lossless import lossless_latex
 from .latex_why import decomposition_latex, why_latex
 from .read import MEASURED
 from .tables import _energy_cells, _groups, _markers_used, _per_request, _repeated, _throttle_reasons, named_runs, setting_table
@@ -36,6 +37,7 @@ def render_latex(report):
     out += why_latex(report)  # the papers' decode speedup at c=1, [] without one
     out += decomposition_latex(report)  # per run at its lowest concurrency: tau, the three speedups, verify cost
     out += pays_latex(report)  # capacity at SLO and crossover, [] without the load family
+    out += lossless_latex(report)  # task accuracy and outputs against AR's, [] where no stage kept outputs
     for (host, dataset, temperature, tp), group in groups.items():
         if not any(row['status'] == MEASURED for row in group['cells'].values()):
             continue

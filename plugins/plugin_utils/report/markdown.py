@@ -24,6 +24,8 @@ from .schedule_check import check_markdown
 from .markdown_why import why_markdown
 from .read import MEASURED
 from .tables import _groups, _markers_used, _per_request, _repeated, named_runs, setting_table
+from .lossless import ANSWERS_MARK, answers_note
+from .markdown_lossless import lossless_markdown
 from .text import _workload_label, BESIDE_MARK, beside_note, NOT_SIGNIFICANT
 
 
@@ -107,6 +109,7 @@ def render_markdown(report, plots=None):
     lines += checkpoint_markdown(report, plots)  # a checkpoint sweep (checkpoints), [] without one
     lines += why_markdown(report, plots)  # acceptance, the papers' speedup, verify cost, cache hits; [] without a measured row
     lines += pays_markdown(report, plots)  # capacity at SLO, crossover, goodput, schedule; [] without the load family
+    lines += lossless_markdown(report)  # outputs against AR's and task accuracy; [] where no stage kept outputs
     lines += check_markdown(report.get('schedule_check'), md_escape, _md_code)  # a schedule re-measured; [] without one
     for host in report['hosts']:
         env = host['environment']
@@ -231,6 +234,14 @@ def _md_best(best):
 
 
 def _best_note(report):
+    """The footnotes of the best settings' table: ran beside other stages, answers that differ from AR's."""
+    lines = _beside_best_note(report)
+    if any(best['setting'].endswith(ANSWERS_MARK) for best in report['best']):
+        lines += [answers_note(report['baseline_method']), '']
+    return lines
+
+
+def _beside_best_note(report):
     """The footnote of the best settings' table when one of them ran beside other stages."""
     counts = [best['beside'] for best in report['best'] if best.get('beside')]
     return ['%s %s' % (BESIDE_MARK, beside_note(counts, bool(report.get('interference')))), ''] if counts else []
@@ -265,6 +276,8 @@ def _markdown_group(title, group, baseline_method, noisy_cv=0.05, interference=F
     if group.get('beside'):
         lines += ['%s %s' % (BESIDE_MARK, beside_note(group['beside'].values(), interference)), '']
     lines += _baseline_note(group, baseline_method)
+    if any(line['setting'].endswith(ANSWERS_MARK) for line in table):
+        lines += [answers_note(baseline_method), '']
     lines.append('Latency (ms), median TTFT / median ITL / p99 ITL:')
     lines.append('')
     lines.append('| setting | ' + ' | '.join('c=%s' % c for c in concurrency) + ' |')
@@ -322,8 +335,9 @@ def _significance(text, significant, p=None):
     return '**%s**%s' % (text, p_text) if significant else '%s (n.s.%s)' % (text, p_text.replace(' (', ', ').rstrip(')'))
 
 
-def render_comparison_markdown(after, before, rows, skipped=None):
-    """compare-<before>.md; skipped: the files of either campaign that were skipped ([{'path', 'reason'}])."""
+def render_comparison_markdown(after, before, rows, skipped=None, accuracy=None):
+    """compare-<before>.md; skipped: the files of either campaign that were skipped ([{'path', 'reason'}]); accuracy:
+    lossless.compare_accuracy's rows (the task accuracy of both campaigns)."""
     lines = ['# Campaign `%s` against `%s`' % (after, before), '',
              'Before → after per host, stage%s and concurrency; Δ is after minus before (throughput and latency in %%). '
              'Speedups are each against their own campaign\'s baseline.' % (', dataset, temperature' if named_runs(rows) else ''), '']
@@ -355,6 +369,16 @@ def render_comparison_markdown(after, before, rows, skipped=None):
             _fmt(row['accept_length_before']), _fmt(row['accept_length_after']), _signed(row['accept_length_delta'], 2),
             _fmt(row['median_ttft_ms_before'], 1), _fmt(row['median_ttft_ms_after'], 1),
             _signed(row['median_ttft_ms_delta_pct'], 1, '%')))
+    if accuracy:
+        lines += ['', 'Task accuracy (%) before → after per host, stage, dataset and temperature, graded as each report grades '
+                  'it; Δ in points with Newcombe\'s 95% hybrid score interval, bold when it excludes 0.', '',
+                  '| host | TP | setting | dataset | T | accuracy before → after | Δ |', '| --- | ---: | --- | --- | ---: | ---: | ---: |']
+        for row in accuracy:
+            delta = '%+.1f [%+.1f, %+.1f]' % (100 * row['delta'], 100 * row['delta_low'], 100 * row['delta_high'])
+            lines.append('| %s | %s | %s | %s | %g | %.1f (n=%d) → %.1f (n=%d) | %s |' % (
+                md_escape(row['host']), row['tp'], md_escape(row['setting']), md_escape(row['dataset']), row['temperature'],
+                100 * row['accuracy_before'], row['graded_before'], 100 * row['accuracy_after'], row['graded_after'],
+                '**%s**' % delta if row['significant'] else delta))
     changed = [row for row in rows if row['status_before'] != row['status_after']]
     if changed:
         lines += ['', 'Status changed: ' + '; '.join('%s %s %sc=%s: %s → %s' % (

@@ -38,7 +38,8 @@ import string
 
 from ansible_collections.specdec.bench.plugins.module_utils._common import ID_PATTERN, RESULTS_LAYOUT, finite
 from ansible_collections.specdec.bench.plugins.plugin_utils.server_metrics import MetricsError, read_scrapes, scrape_deltas
-from .schema import check_raw_record, SCHEMAS
+from ansible_collections.specdec.bench.plugins.module_utils._stage import outputs as packed_outputs
+from .schema import check_raw_record, check_reference, SCHEMAS
 from .time import TIMING_FILE
 
 
@@ -65,6 +66,8 @@ PREVIOUS_RESULT = 'result-{dataset}-t{temperature}-c{concurrency}.json'
 # the defaults when the layout has none).
 LOAD_RESULT = 'result-{dataset}-t{temperature}-c{concurrency}-q{rate}-r{repeat}.json'
 LOAD_RAW = 'raw-{dataset}-t{temperature}-c{concurrency}-q{rate}-r{repeat}.jsonl'
+# The grading references of a prompt set (RESULTS_LAYOUT's references), in the campaign folder.
+REFERENCES = 'references/{sha256}.jsonl'
 SEARCH = 'search-{dataset}-t{temperature}-{kind}.json'
 
 
@@ -120,6 +123,29 @@ class _Reader:
                 return self._skip(path, 'line %d: %s' % (number, reason))
             records.append(record)
         return records
+
+    def read_references(self, path):
+        """{id: reference} of a references file (JSON lines, datasets.py's), None when absent or skipped."""
+        try:
+            with open(path, 'rb') as handle:
+                lines = handle.read().splitlines()
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            return self._skip(path, 'unreadable: %s' % (exc.strerror or exc))
+        references = {}
+        for number, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except ValueError as exc:
+                return self._skip(path, 'line %d is not valid JSON: %s' % (number, exc))
+            reason = check_reference(record)
+            if reason:
+                return self._skip(path, 'line %d: %s' % (number, reason))
+            references[record['id']] = record
+        return references
 
     def _skip(self, path, reason):
         self.skipped.append({'path': os.path.relpath(path, self.results_root).replace(os.sep, '/'), 'reason': reason})
@@ -268,12 +294,12 @@ def read_host(results_root, host, campaign, layout=None):
     layout: the file names of the results folder, RESULTS_LAYOUT when None.
     Returns {'host', 'campaign', 'found', 'plan', 'timing' (the campaign's timing.json, time; None when absent),
     'stages': [{'stage': plan entry, 'status', 'results': {run: {repeat: result}}, 'raw': {run: {repeat: [record, ...]}},
-    'server_info', 'gpus', 'skipped': {'status': reason, 'results': {run: reason}}, and for a stage with load files or
-    searches 'load': {(dataset, temperature, concurrency, rate): {repeat: result}}, 'load_raw' and 'slo_raw' (with an
-    SLO: the load and grid runs' records, {run: {repeat: [record, ...]}}), 'searches': [search document]}],
-    'skipped_files': [{'path',
-    'reason'}]} in plan order, a run being (dataset,
-    temperature, concurrency) and a repeat its number (1 for a file of an earlier layout); stage folders that the
+    'outputs': {run: {repeat: [kept_outputs() item]}} (runs at temperature 0 and of graded() datasets), 'server_info',
+    'gpus', 'skipped': {'status': reason, 'results': {run: reason}}, and for a stage with load files or searches
+    'load': {(dataset, temperature, concurrency, rate): {repeat: result}}, 'load_raw' and 'slo_raw' (with an SLO: the
+    load and grid runs' records, {run: {repeat: [record, ...]}}), 'searches': [search document]}], 'skipped_files':
+    [{'path', 'reason'}], 'references': {sha256: {id: reference}, or None when absent or skipped}} in plan order, a
+    run being (dataset, temperature, concurrency) and a repeat its number (1 for a file of an earlier layout); stage folders that the
     plan does not list follow, sorted. A stage's runs are those its plan names (planned_runs) and those it has result
     files of. 'raw' holds the records of the runs of categorized() datasets only. A file that is not of its schema is
     skipped (None, as if absent) and listed in skipped_files with its path relative to results_root; a run's skipped
@@ -283,7 +309,7 @@ def read_host(results_root, host, campaign, layout=None):
     folder = os.path.join(results_root, host, campaign)
     reader = _Reader(results_root)
     data = {'host': host, 'campaign': campaign, 'found': os.path.isdir(folder), 'plan': None, 'timing': None, 'stages': [],
-            'skipped_files': reader.skipped}
+            'references': {}, 'skipped_files': reader.skipped}
     if not data['found']:
         return data
     plan = reader.read(os.path.join(folder, layout['campaign']), 'campaign')
@@ -291,12 +317,13 @@ def read_host(results_root, host, campaign, layout=None):
     data['timing'] = reader.read(os.path.join(folder, layout.get('timing', TIMING_FILE)), 'timing')
     planned = list((plan or {}).get('stages') or [])
     names = set(planned_stage['id'] for planned_stage in planned)
-    extra = sorted(name for name in os.listdir(folder)
-                   if name not in names and not name.startswith('.') and os.path.isdir(os.path.join(folder, name)))
+    not_stages = set([os.path.dirname(layout.get('references', REFERENCES))])
+    extra = sorted(name for name in os.listdir(folder) if name not in names and name not in not_stages
+                   and not name.startswith('.') and os.path.isdir(os.path.join(folder, name)))
     for stage in planned + [_stage_from_id(name, campaign) for name in extra]:
         stage_dir = os.path.join(folder, stage['id'])
-        entry = {'stage': stage, 'status': None, 'results': {}, 'raw': {}, 'metrics': {}, 'server_info': None, 'gpus': None,
-                 'skipped': {'status': None, 'results': {}}}
+        entry = {'stage': stage, 'status': None, 'results': {}, 'raw': {}, 'outputs': {}, 'metrics': {}, 'server_info': None,
+                 'gpus': None, 'skipped': {'status': None, 'results': {}}}
         data['stages'].append(entry)
         if not os.path.isdir(stage_dir):
             continue
@@ -307,13 +334,43 @@ def read_host(results_root, host, campaign, layout=None):
             _read_runs(reader, stage_dir, layout, entry)
             entry['server_info'] = reader.read(os.path.join(stage_dir, layout['server_info']), 'server_info')
         entry['gpus'] = reader.read(os.path.join(stage_dir, layout['gpus']), 'gpus')
+        for sha256 in graded(entry).values():
+            if sha256 not in data['references']:
+                data['references'][sha256] = reader.read_references(
+                    os.path.join(folder, layout.get('references', REFERENCES).format(sha256=sha256)))
     return data
 
 
+def graded(entry):
+    """{dataset name: the sha256 of its references} of the datasets of a stage that have grading references
+    (status.json's prepared entries name them): their outputs are read to grade them."""
+    return dict((item['name'], item['references_sha256']) for item in (entry['status'] or {}).get('datasets') or []
+                if isinstance(item, dict) and isinstance(item.get('references_sha256'), str)
+                and re.match(r'[0-9a-f]{64}\Z', item['references_sha256']))
+
+
+def kept_outputs(records):
+    """The outputs of a run's measured requests: [{'id', 'turn', 'final', 'ids', 'text'}] of each successful, not
+    warm-up record that kept one (records of a harness that keeps none, or of earlier versions, give []); an output
+    that does not unpack (a corrupt line) is left out."""
+    out = []
+    for record in records or []:
+        if record.get('warmup') or not record.get('success') or not isinstance(record.get('output'), dict):
+            continue
+        try:
+            ids, text = packed_outputs.unpack(record['output'])
+        except ValueError:
+            continue
+        out.append({'id': record.get('id') if record.get('id') is not None else str(record.get('index')),
+                    'turn': record.get('turn') or 0, 'final': record.get('final', True), 'ids': ids, 'text': text})
+    return out
+
+
 def _read_runs(reader, stage_dir, layout, entry):
-    """Fill a measured stage's results, raw records and skipped results from its folder."""
+    """Fill a measured stage's results, raw records, kept outputs and skipped results from its folder."""
     files = find_runs(os.listdir(stage_dir), layout)
     wanted = categorized(entry)
+    grade = graded(entry)
     for run in sorted(files):
         results = entry['results'][run] = {}
         for repeat in sorted(files[run]):
@@ -325,10 +382,13 @@ def _read_runs(reader, stage_dir, layout, entry):
             metrics = (results[repeat] or {}).get('metrics_file')
             if isinstance(metrics, str) and metrics and os.path.basename(metrics) == metrics:
                 entry['metrics'].setdefault(run, {})[repeat] = read_metrics(os.path.join(stage_dir, metrics))
-            if run[0] in wanted and raw and results[repeat] is not None:
+            if (run[0] in wanted or run[0] in grade or run[1] == 0) and raw and results[repeat] is not None:
                 records = reader.read_records(os.path.join(stage_dir, raw))
-                if records is not None:
+                if records is not None and run[0] in wanted:
                     entry['raw'].setdefault(run, {})[repeat] = records
+                kept = kept_outputs(records)
+                if kept:
+                    entry['outputs'].setdefault(run, {})[repeat] = kept
     _read_load(reader, stage_dir, layout, entry, files)
 
 

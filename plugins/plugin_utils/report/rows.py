@@ -44,6 +44,7 @@ from __future__ import annotations
 from ansible_collections.specdec.bench.plugins.module_utils._common import finite
 from .compare import _set_speedup, add_energy_ratio, add_speedup, mark_noisy
 from .interference import interference_sections
+from .lossless import lossless_report, mark_settings
 from .keys import (
     _NAMES, BASELINE_METHOD, CATEGORY_KEYS, DATASET_KEYS, DEFAULT_NOISY_CV, INVALID, METHOD_NAMES, PARAM_NAMES,
     REPEAT_ENERGY_TEXTS, REPEAT_NUMBERS, ROW_KEYS, RUN_KEYS, SPEEDUP_KEYS, STAT_METRICS, STAT_SUFFIXES)
@@ -413,10 +414,12 @@ def _sort_key(row, method_order):
             params, row['stage'], row['concurrency'] or 0)
 
 
-def build_report(host_data, campaign, baseline_method=BASELINE_METHOD, noisy_cv=DEFAULT_NOISY_CV):
+def build_report(host_data, campaign, baseline_method=BASELINE_METHOD, noisy_cv=DEFAULT_NOISY_CV, execute=None):
     """The report's data from read_host() of each host: rows (speedup filled, aggregated over repeats), each repeat's
     row, the per-category rows, environments, not-measured stages, best; the rows of interference stages (control_rows)
-    and their comparison with the stages they re-run (interference, interference)."""
+    and their comparison with the stages they re-run (interference, interference); 'lossless' (outputs against AR's
+    and task accuracy, lossless.py; execute runs a code set's program) when a stage kept outputs, and then a stage
+    whose answers differ from AR's has its setting label marked (lossless.ANSWERS_MARK) in every row."""
     rows, controls, repeats, pending = [], [], [], []
     for data in host_data:
         for entry in data['stages']:
@@ -433,6 +436,9 @@ def build_report(host_data, campaign, baseline_method=BASELINE_METHOD, noisy_cv=
     add_speedup(rows, baseline_method, samples)  # a control measurement is never a baseline, nor has a speedup
     add_energy_ratio(rows, energy)
     mark_noisy(rows + controls, noisy_cv)
+    answers = lossless_report(host_data, rows, baseline_method, execute)
+    if answers is not None:
+        mark_settings(rows + controls + repeats, answers['flagged'])
     method_order = {baseline_method: 0}
     for row in rows:
         method_order.setdefault(row['method'], len(method_order))
@@ -452,7 +458,7 @@ def build_report(host_data, campaign, baseline_method=BASELINE_METHOD, noisy_cv=
                     'reason': entry['skipped']['status'] or (entry['status'] or {}).get('reason') or entry['stage'].get('reason')
                     or ('no status.json: the stage never ran' if entry['status'] is None else None),
                 })
-    return {
+    report = {
         'campaign': campaign,
         'baseline_method': baseline_method,
         'noisy_cv': noisy_cv,
@@ -469,6 +475,9 @@ def build_report(host_data, campaign, baseline_method=BASELINE_METHOD, noisy_cv=
         'interference': interference_sections(host_data, rows, controls),
         'skipped_files': sorted((item for data in host_data for item in data.get('skipped_files', [])), key=lambda item: item['path']),
     }
+    if answers is not None:  # only where a stage kept outputs: a report of results without them is what it was
+        report['lossless'] = answers
+    return report
 
 
 def best_settings(rows, baseline_method=BASELINE_METHOD):

@@ -336,6 +336,32 @@ def check_raw_record(doc):
     return _optional_str(doc, 'category')
 
 
+REFERENCE_KINDS = ('gsm8k', 'math500', 'humaneval', 'mbpp')
+# The fields each kind of grading reference must have (datasets.py's _reference), text unless listed in REFERENCE_LISTS.
+REFERENCE_FIELDS = {'gsm8k': ('answer',), 'math500': ('answer',), 'humaneval': ('prompt', 'test', 'entry_point'),
+                    'mbpp': ('test_list', 'test_setup_code', 'challenge_test_list')}
+REFERENCE_LISTS = ('test_list', 'challenge_test_list')
+
+
+def check_reference(doc):
+    """One line of a references file: {id, kind, and the kind's fields}."""
+    reason = _check_object(doc)
+    if reason:
+        return reason
+    if not isinstance(doc.get('id'), str) or not doc['id']:
+        return _bad('id', doc.get('id'), 'a record id (a non-empty string)')
+    if doc.get('kind') not in REFERENCE_KINDS:
+        return _bad('kind', doc.get('kind'), ', '.join(REFERENCE_KINDS))
+    for key in REFERENCE_FIELDS[doc['kind']]:
+        value = doc.get(key)
+        if key in REFERENCE_LISTS:
+            if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+                return _bad(key, value, 'a list of strings')
+        elif not isinstance(value, str):
+            return _bad(key, value, 'a string')
+    return None
+
+
 # What a capacity search's file holds (module_utils/_stage/load_search.py's result as stage_run writes it).
 SEARCH_KINDS = ('concurrency', 'request_rate')
 SEARCH_NUMBERS = ('lo', 'hi', 'resolution', 'capacity', 'capacity_low', 'capacity_high', 'seconds', 'max_seconds', 'temperature')

@@ -230,7 +230,7 @@ def test_humaneval_whole_function_in_a_fence_passes_and_a_wrong_one_fails(task_i
     ref = _humaneval_reference(task_id)
     right = 'Here is the solution:\n```python\n%s%s```\nIt loops over the input.' % (record['prompt'], record['canonical_solution'])
     program = answers.humaneval_program(ref, right)
-    assert program.count('def %s(' % ref['entry_point']) == 1  # the prompt is not prepended again
+    assert program.startswith(ref['prompt']) and program.count('def %s(' % ref['entry_point']) == 2  # the stub, then the model's
     assert _runs(program)
     wrong = '```python\n%s    return None\n```' % record['prompt']
     assert not _runs(answers.humaneval_program(ref, wrong))
