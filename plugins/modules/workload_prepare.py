@@ -133,7 +133,10 @@ prepared:
     chat_template_kwargs: {description: The variables the template was rendered with., type: dict}
     prompts_path: {description: The host prompts file on the controller; null for random., type: str}
     prompts_sha256: {description: "Its sha256, which names it on the host too; null for random.", type: str}
-    references_path: {description: "The set's grading references on the controller (gsm8k and math500 answers, humaneval and mbpp tests), beside the normalized prompts; null when its format has none.", type: str}
+    references_path:
+      description: "The set's grading references on the controller (gsm8k and math500 answers, humaneval and mbpp tests), beside the
+        normalized prompts; null when its format has none."
+      type: str
     references_sha256: {description: "Their sha256, which names their copy in the host's campaign results folder; null without.", type: str}
     references_count: {description: The records that carry a reference., type: int}
     notes: {description: "Lines for the output (trust on first use, a download again, the template used).", type: list, elements: str}

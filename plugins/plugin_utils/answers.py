@@ -241,7 +241,7 @@ def math_correct(text, reference_answer):
         if not gold or not pred:
             return False
         return bool(verify(gold, pred, timeout_seconds=timeout))
-    except Exception:  # pylint: disable=broad-except  any failure of the checker is "not shown equal"
+    except Exception:  # pylint: disable=broad-except  # any failure of the checker is "not shown equal"
         return False
 
 

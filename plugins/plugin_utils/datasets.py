@@ -391,9 +391,10 @@ def normalize(data, label, fmt=None, category=None, turns=DEFAULT_TURNS, num_pro
 
     Returns {data (bytes), sha256, format, count, categories ({category: count}), available (records after
     id_range and categories), references (bytes: the kept records' references as JSONL, {"id", "kind", ...} sorted
-    keys, in the prompts' order; None when no kept record has one), references_count}. `records` is the count the file must hold; id_range [first, last] keeps the records
-    whose integer id lies in it; categories keeps those records; num_prompts takes the first N of what is left
-    (DatasetError when fewer are left); turns 'first' keeps each record's first turn.
+    keys, in the prompts' order; None when no kept record has one), references_count}. `records` is the count the file
+    must hold; id_range [first, last] keeps the records whose integer id lies in it; categories keeps those records;
+    num_prompts takes the first N of what is left (DatasetError when fewer are left); turns 'first' keeps each record's
+    first turn.
     """
     rows, fmt = parse(data, label, fmt, category)
     if records is not None and len(rows) != records:

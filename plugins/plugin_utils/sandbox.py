@@ -163,7 +163,7 @@ def _probe(bwrap):
     argv = _bwrap_args(bwrap, 1) + ['true']
     try:
         proc = _popen(argv)
-        out, _ = proc.communicate(timeout=PROBE_TIMEOUT_S)
+        out = proc.communicate(timeout=PROBE_TIMEOUT_S)[0]
     except subprocess.TimeoutExpired:
         _kill(proc)
         try:
@@ -244,7 +244,7 @@ def _read_tail(proc, deadline):
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             return bytes(tail), False
-        ready, _, _ = select.select([fd], [], [], min(remaining, 0.5))
+        ready = select.select([fd], [], [], min(remaining, 0.5))[0]
         if not ready:
             continue
         chunk = os.read(fd, 65536)
@@ -290,7 +290,7 @@ def run_program(source, timeout_s=10.0, memory_mb=1024, cpu_s=10, max_procs=64, 
         if not finished:
             timed_out = True
             _kill(proc)
-            more, _ = _read_tail(proc, time.monotonic() + KILL_GRACE_S)
+            more = _read_tail(proc, time.monotonic() + KILL_GRACE_S)[0]
             tail = (tail + more)[-OUTPUT_BYTES:]
     finally:
         if proc.poll() is None:

@@ -37,6 +37,11 @@ MAX_UNPACKED_BYTES = 64 << 20
 KEYS = ('tokens', 'sha256', 'z')
 
 
+def _is_id(token):
+    """A token id: an int (not a bool) from 0 to MAX_TOKEN_ID."""
+    return isinstance(token, int) and not isinstance(token, bool) and 0 <= token <= MAX_TOKEN_ID
+
+
 def ids_sha256(ids):
     """The sha256 of a list of token ids as compact JSON: equal for token-identical outputs."""
     return hashlib.sha256(json.dumps(list(ids), separators=(',', ':')).encode('ascii')).hexdigest()
@@ -45,7 +50,7 @@ def ids_sha256(ids):
 def check(ids, text, asked=None):
     """Raise BrokenResponse unless ids is a list of token ids (ints 0..2**31-1), at most `asked` of them, and text a
     string (or None) of at most MAX_TEXT_BYTES_PER_TOKEN UTF-8 bytes per asked (else returned) token."""
-    if not isinstance(ids, list) or not all(type(token) is int and 0 <= token <= MAX_TOKEN_ID for token in ids):
+    if not isinstance(ids, list) or not all(_is_id(token) for token in ids):
         raise BrokenResponse('the server sent output_ids %r, which is no list of token ids' % (ids[:20] if isinstance(ids, list) else ids,))
     if asked is not None and len(ids) > asked:
         raise BrokenResponse('the server sent %d output_ids, more than the %d asked for' % (len(ids), asked))
@@ -79,7 +84,7 @@ def unpack(packed, max_bytes=MAX_UNPACKED_BYTES):
     except (binascii.Error, UnicodeError, zlib.error) as exc:
         raise ValueError('output is not base64 of zlib of JSON: %s' % exc)
     ids, text = (doc.get('ids'), doc.get('text')) if isinstance(doc, dict) else (None, None)
-    if not isinstance(ids, list) or not isinstance(text, str) or not all(type(token) is int for token in ids):
+    if not isinstance(ids, list) or not isinstance(text, str) or not all(_is_id(token) for token in ids):
         raise ValueError('output holds no {"ids": [int, ...], "text": str}')
     if packed.get('tokens') != len(ids) or packed.get('sha256') != ids_sha256(ids):
         raise ValueError('output ids do not match its tokens and sha256')

@@ -69,6 +69,10 @@ def percentile(values, q):
     return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
 
 
+def _share(count, total):
+    return count / float(total) if total else None
+
+
 def compare_outputs(outputs, reference):
     """The equality figures of outputs (kept_outputs items) against reference ({(id, turn): ids}): the requests with a
     reference counted; see the module docstring."""
@@ -87,9 +91,8 @@ def compare_outputs(outputs, reference):
         for span in PREFIXES:
             if at is None or at >= span:
                 prefix[span] += 1
-    share = (lambda count: count / float(compared) if compared else None)
-    return {'compared': compared, 'identical': identical, 'identical_share': share(identical),
-            'identical_32_share': share(prefix[32]), 'identical_128_share': share(prefix[128]),
+    return {'compared': compared, 'identical': identical, 'identical_share': _share(identical, compared),
+            'identical_32_share': _share(prefix[32], compared), 'identical_128_share': _share(prefix[128], compared),
             'diverge_p10': percentile(positions, 10), 'diverge_median': percentile(positions, 50),
             'diverge_p90': percentile(positions, 90)}
 

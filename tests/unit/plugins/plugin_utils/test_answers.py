@@ -172,13 +172,13 @@ def test_math_correct_fraction_against_decimal():
 
 def test_math_correct_gives_the_same_answers_in_another_thread():
     # math-verify's timeouts use signal.alarm, which raises outside the main thread: there they are off.
-    expected = [answers.math_correct(text, MATH500[index]['answer']) for index, text, _ in MATH_CASES]
+    expected = [answers.math_correct(text, MATH500[index]['answer']) for index, text, _right in MATH_CASES]
     got = []
-    worker = threading.Thread(target=lambda: got.append([answers.math_correct(text, MATH500[index]['answer']) for index, text, _ in MATH_CASES]))
+    worker = threading.Thread(target=lambda: got.append([answers.math_correct(text, MATH500[index]['answer']) for index, text, _right in MATH_CASES]))
     worker.start()
     worker.join(120)
     assert got == [expected]
-    assert expected == [right for _, _, right in MATH_CASES]
+    assert expected == [case[2] for case in MATH_CASES]
 
 
 def test_math_correct_reads_a_bounded_window_ending_at_the_last_box():

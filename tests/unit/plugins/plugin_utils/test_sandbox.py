@@ -287,7 +287,7 @@ def test_a_bwrap_that_cannot_make_namespaces_is_a_sandbox_error_naming_its_messa
                          'not allow non-privileged user namespaces." >&2\nexit 1\n')
         os.chmod(fake, stat.S_IRWXU | stat.S_IRGRP | stat.S_IXGRP | stat.S_IROTH | stat.S_IXOTH)
         monkeypatch.setenv('PATH', folder + os.pathsep + '/usr/bin:/bin')
-        for _ in range(2):  # the second answer comes from the cached probe
+        for _attempt in range(2):  # the second answer comes from the cached probe
             with pytest.raises(SandboxError) as caught:
                 sandbox.find_bwrap()
             assert 'No permissions to create new namespace' in str(caught.value) and fake in str(caught.value)
