@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from .keys import METHOD_NAMES
 from .latex_sections import _tex_label, _tex_size, tex_escape
+from .lossless import answers_note
 
 
 def _pct(value, signed=False):
@@ -36,7 +37,7 @@ def lossless_latex(report):
     if not data:
         return []
     base = tex_escape(METHOD_NAMES.get(report['baseline_method'], report['baseline_method']))
-    out = []
+    out = ['', tex_escape(answers_note(report['baseline_method'])) + '.'] if data['verdicts'] else []
     if data['accuracy']:
         body = [[tex_escape(item['host']), 'TP%s' % item['tp'], tex_escape(item['dataset']), '%g' % item['temperature'],
                  tex_escape(item['setting']), '%s' % item['graded'],

@@ -107,8 +107,10 @@ def render_markdown(report, plots=None):
         lines += _best_note(report)
     lines += paper_markdown(report, plots)  # the papers' layout (tables), [] when there is nothing to show
     lines += checkpoint_markdown(report, plots)  # a checkpoint sweep (checkpoints), [] without one
-    lines += why_markdown(report, plots)  # acceptance, the papers' speedup, verify cost, cache hits; [] without a measured row
-    lines += pays_markdown(report, plots)  # capacity at SLO, crossover, goodput, schedule; [] without the load family
+    flagged = [answers_note(report['baseline_method']), ''] if (report.get('lossless') or {}).get('verdicts') else []
+    for section in (why_markdown(report, plots),  # acceptance, the papers' speedup, verify cost, cache hits; [] without a measured row
+                    pays_markdown(report, plots)):  # capacity at SLO, crossover, goodput, schedule; [] without the load family
+        lines += section + (flagged if section else [])
     lines += lossless_markdown(report)  # outputs against AR's and task accuracy; [] where no stage kept outputs
     lines += check_markdown(report.get('schedule_check'), md_escape, _md_code)  # a schedule re-measured; [] without one
     for host in report['hosts']:

@@ -25,6 +25,7 @@ from ansible_collections.specdec.bench.plugins.plugin_utils.report.lossless impo
 
 sys.path.insert(0, os.path.dirname(__file__))
 import synthetic_results as synth  # noqa: E402  pylint: disable=wrong-import-position,import-error
+from report_helpers import compile_tex, TEX_DOCUMENT, TEX_DOCUMENT_OT1  # noqa: E402  pylint: disable=wrong-import-position,import-error
 
 HOST, CAMPAIGN = 'ct200', 'lossless'
 AR, DFLASH, DDTREE = 'tp1-autoregressive', 'tp1-dflash-n16', 'tp1-ddtree-b32-k4'
@@ -148,6 +149,9 @@ def test_a_lossy_method_is_flagged_by_both_checks_and_marked_beside_its_speedup(
     verdicts = result['report']['lossless']['verdicts']
     assert [(item['stage'], len(item['notes'])) for item in verdicts] == [(DDTREE, 3)]  # c=1, c=4 and the accuracy
     assert ANSWERS_MARK in open(os.path.join(out, 'report.tex'), encoding='utf-8').read()
+    for encoding, document in (('t1', TEX_DOCUMENT), ('ot1', TEX_DOCUMENT_OT1)):  # the mark and the tables compile
+        (tmp_path / encoding).mkdir()
+        compile_tex(tmp_path / 'report' / 'report.tex', tmp_path / encoding, document=document)
 
 
 def test_a_difference_within_ars_own_floor_is_not_flagged(tmp_path):
