@@ -160,8 +160,10 @@ def equality_rows(host_data, rows, baseline_method=BASELINE_METHOD):
                 item['note'] += ' (one repeat: nothing to compare)'
             continue
         if floor is None or floor['identical_share'] is None:
+            # at AR's reference concurrency the floor is 100% by definition; elsewhere AR was not compared there
             item['floor_share'] = 1.0
-            item['note'] = 'no %s floor at this concurrency: 100%% assumed' % METHOD_NAMES.get(baseline_method, baseline_method)
+            if item['concurrency'] != item['reference_concurrency']:
+                item['note'] = 'no %s floor at this concurrency: 100%% assumed' % METHOD_NAMES.get(baseline_method, baseline_method)
         else:
             item['floor_share'], item['floor_compared'] = floor['identical_share'], floor['compared']
         item['flagged'] = _below_floor(item)
