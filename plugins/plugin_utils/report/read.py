@@ -101,8 +101,8 @@ class _Reader:
             return self._skip(path, reason)
         return doc
 
-    def read_records(self, path):
-        """The records of a raw file (JSON lines), each a request record; None when absent or skipped."""
+    def read_lines(self, path, check):
+        """The objects of a JSON-lines file, each checked by check (a reason or None); None when absent or skipped."""
         try:
             with open(path, 'rb') as handle:
                 lines = handle.read().splitlines()
@@ -118,34 +118,20 @@ class _Reader:
                 record = json.loads(line)
             except ValueError as exc:
                 return self._skip(path, 'line %d is not valid JSON: %s' % (number, exc))
-            reason = check_raw_record(record)
+            reason = check(record)
             if reason:
                 return self._skip(path, 'line %d: %s' % (number, reason))
             records.append(record)
         return records
 
+    def read_records(self, path):
+        """The records of a raw file (JSON lines), each a request record; None when absent or skipped."""
+        return self.read_lines(path, check_raw_record)
+
     def read_references(self, path):
         """{id: reference} of a references file (JSON lines, datasets.py's), None when absent or skipped."""
-        try:
-            with open(path, 'rb') as handle:
-                lines = handle.read().splitlines()
-        except FileNotFoundError:
-            return None
-        except OSError as exc:
-            return self._skip(path, 'unreadable: %s' % (exc.strerror or exc))
-        references = {}
-        for number, line in enumerate(lines, 1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except ValueError as exc:
-                return self._skip(path, 'line %d is not valid JSON: %s' % (number, exc))
-            reason = check_reference(record)
-            if reason:
-                return self._skip(path, 'line %d: %s' % (number, reason))
-            references[record['id']] = record
-        return references
+        records = self.read_lines(path, check_reference)
+        return None if records is None else dict((record['id'], record) for record in records)
 
     def _skip(self, path, reason):
         self.skipped.append({'path': os.path.relpath(path, self.results_root).replace(os.sep, '/'), 'reason': reason})

@@ -196,3 +196,15 @@ def test_compare_shows_the_accuracy_change_between_campaigns(tmp_path):
     assert rows[DDTREE]['significant'] == 'true' and rows[AR]['significant'] == 'false'
     text = open(os.path.join(out, 'compare-%s.md' % CAMPAIGN), encoding='utf-8').read()
     assert 'Task accuracy (%) before → after' in text and '**-75.0 [' in text
+
+
+def test_a_malformed_references_file_is_skipped_and_listed_and_nothing_is_graded(tmp_path):
+    root = campaign(tmp_path, lossy_ddtree)
+    folder = os.path.join(root, HOST, CAMPAIGN, 'references')
+    name = os.listdir(folder)[0]
+    with open(os.path.join(folder, name), 'a', encoding='utf-8') as handle:
+        handle.write(json.dumps({'id': '9', 'kind': 'gsm9k', 'answer': '#### 1'}) + '\n')
+    result = generate(root, CAMPAIGN, str(tmp_path / 'report'), plots=False)
+    assert [item['path'] for item in result['skipped_files']] == ['%s/%s/references/%s' % (HOST, CAMPAIGN, name)]
+    assert 'kind is' in result['skipped_files'][0]['reason'] and 'gsm8k, math500, humaneval, mbpp' in result['skipped_files'][0]['reason']
+    assert result['report']['lossless']['accuracy'] == [] and result['report']['lossless']['equality']
