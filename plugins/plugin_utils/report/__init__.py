@@ -41,7 +41,7 @@ from .compare import compare_rows
 from .csv import all_rows, render_csv, render_evaluation, render_json, render_schedule
 from .keys import BASELINE_METHOD, CATEGORY_KEYS, COMPARE_KEYS, DEFAULT_NOISY_CV, REPEAT_KEYS
 from .latex import render_latex
-from .lossless import ACCURACY_KEYS, CODE_KINDS, COMPARE_ACCURACY_KEYS, compare_accuracy, EQUALITY_KEYS, execute_code_of
+from .lossless import ACCURACY_KEYS, CODE_KINDS, COMPARE_ACCURACY_KEYS, compare_accuracy, EQUALITY_KEYS, execute_code_of, stage_references
 from .markdown import render_comparison_markdown, render_markdown
 from .pays import CAPACITY_KEYS, CROSSOVER_KEYS, pays_report, SLO_KEYS
 from .plots import PLOT_CACHE, read_plot_cache, render_plot_cache, write_plots
@@ -117,15 +117,9 @@ def code_runner(host_data):
     """The sandbox's runner (program -> passed) when a measured stage's plan sets accuracy.execute_code and has a code
     set with references; None otherwise. ReportError when the sandbox is needed and missing (sandbox.find_bwrap's
     message), before anything is written."""
-    wanted = False
-    for data in host_data:
-        for entry in data['stages']:
-            if not execute_code_of(entry):
-                continue
-            for item in (entry['status'] or {}).get('datasets') or []:
-                refs = data['references'].get(item.get('references_sha256')) if isinstance(item, dict) else None
-                wanted = wanted or any(ref['kind'] in CODE_KINDS for ref in (refs or {}).values())
-    if not wanted:
+    entries = dict(((data['host'], entry['stage']['id']), entry) for data in host_data for entry in data['stages'])
+    if not any(execute_code_of(entries[(host, stage)]) and any(ref['kind'] in CODE_KINDS for ref in refs.values())
+               for (host, stage, _dataset), refs in stage_references(host_data).items()):
         return None
     try:
         sandbox.find_bwrap()

@@ -33,6 +33,8 @@ that shows a speedup (tables.verdict_mark).
 
 from __future__ import annotations
 
+import json
+
 from ansible_collections.specdec.bench.plugins.plugin_utils import answers
 from .keys import BASELINE_METHOD, METHOD_NAMES
 from .read import MEASURED
@@ -188,7 +190,8 @@ def _below_floor(item):
 
 def grade_outputs(outputs, references, execute=None, cache=None):
     """(graded, correct, ungraded reason or None) of a run's final-turn outputs against {id: reference}; the
-    grades are cached by (id, text) in cache (a dict), so the same answer is graded once per report."""
+    grades are cached by (reference, text) in cache (a dict), so the same answer to the same reference is graded once
+    per report (two sets of one kind may share record ids, never their references)."""
     graded = correct = 0
     reason = None
     cache = {} if cache is None else cache
@@ -201,7 +204,7 @@ def grade_outputs(outputs, references, execute=None, cache=None):
         if reference['kind'] in CODE_KINDS and execute is None:
             reason = 'code not run: the plan has no accuracy.execute_code'
             continue
-        key = (reference['id'], reference['kind'], item['text'])
+        key = (json.dumps(reference, sort_keys=True), item['text'])
         if key not in cache:
             cache[key] = answers.grade(reference, item['text'], execute)
         if cache[key] is None:
@@ -209,6 +212,18 @@ def grade_outputs(outputs, references, execute=None, cache=None):
         graded += 1
         correct += 1 if cache[key] else 0
     return graded, correct, reason
+
+
+def stage_references(host_data):
+    """{(host, stage id, dataset name): {id: reference}} of every stage's datasets whose references were read."""
+    out = {}
+    for data in host_data:
+        for entry in data['stages']:
+            for item in (entry['status'] or {}).get('datasets') or []:
+                refs = data['references'].get(item.get('references_sha256')) if isinstance(item, dict) else None
+                if refs:
+                    out[(data['host'], entry['stage']['id'], item['name'])] = refs
+    return out
 
 
 def execute_code_of(entry):
@@ -221,13 +236,7 @@ def accuracy_rows(host_data, rows, baseline_method=BASELINE_METHOD, execute=None
     run at its lowest concurrency); execute(program) -> bool runs a code set's program (sandbox), used only for a
     stage whose plan has accuracy.execute_code."""
     entries = _entries(host_data)
-    references = {}
-    for data in host_data:
-        for entry in data['stages']:
-            for item in (entry['status'] or {}).get('datasets') or []:
-                refs = data['references'].get(item.get('references_sha256')) if isinstance(item, dict) else None
-                if refs:
-                    references[(data['host'], entry['stage']['id'], item['name'])] = refs
+    references = stage_references(host_data)
     cache, out, seen = {}, [], set()
     for row in rows:
         key = (row['host'], row['stage'], row['dataset'], row['temperature'])
@@ -249,10 +258,13 @@ def accuracy_rows(host_data, rows, baseline_method=BASELINE_METHOD, execute=None
             item['accuracy_low'], item['accuracy_high'] = answers.wilson(item['correct'], item['graded'])
         out.append(item)
     by_stage = dict(((item['host'], item['stage'], item['dataset'], item['temperature']), item) for item in out)
+    baselines = {}
+    for row in rows:  # a run's AR stage: the first of its rows that has one
+        if row.get('baseline_stage'):
+            baselines.setdefault((row['host'], row['stage'], row['dataset'], row['temperature']), row['baseline_stage'])
     for item in out:
         item['flagged'] = False
-        row_base = next((row.get('baseline_stage') for row in rows if (row['host'], row['stage'], row['dataset'], row['temperature'])
-                         == (item['host'], item['stage'], item['dataset'], item['temperature']) and row.get('baseline_stage')), None)
+        row_base = baselines.get((item['host'], item['stage'], item['dataset'], item['temperature']))
         item['baseline_stage'] = row_base
         base = by_stage.get((item['host'], row_base, item['dataset'], item['temperature'])) if row_base else None
         if base is None or item['method'] == baseline_method or not base['graded'] or not item['graded']:

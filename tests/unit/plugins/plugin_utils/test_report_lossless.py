@@ -21,6 +21,7 @@ import pytest
 from ansible_collections.specdec.bench.plugins.module_utils._stage import outputs
 from ansible_collections.specdec.bench.plugins.plugin_utils import answers
 from ansible_collections.specdec.bench.plugins.plugin_utils.report import generate
+from ansible_collections.specdec.bench.plugins.plugin_utils.report import lossless
 from ansible_collections.specdec.bench.plugins.plugin_utils.report.lossless import ANSWERS_MARK, first_difference, percentile
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -208,3 +209,13 @@ def test_a_malformed_references_file_is_skipped_and_listed_and_nothing_is_graded
     assert [item['path'] for item in result['skipped_files']] == ['%s/%s/references/%s' % (HOST, CAMPAIGN, name)]
     assert 'kind is' in result['skipped_files'][0]['reason'] and 'gsm8k, math500, humaneval, mbpp' in result['skipped_files'][0]['reason']
     assert result['report']['lossless']['accuracy'] == [] and result['report']['lossless']['equality']
+
+
+def test_the_grade_cache_never_lends_one_sets_grade_to_another_with_the_same_ids():
+    """Two gsm8k files of one report both have a record '1', with other answers: the same text is right for one only."""
+    output = [{'id': '1', 'turn': 0, 'final': True, 'ids': [1], 'text': 'so \\boxed{5}.'}]
+    first = {'1': {'id': '1', 'kind': 'gsm8k', 'answer': 'work\n#### 5'}}
+    second = {'1': {'id': '1', 'kind': 'gsm8k', 'answer': 'work\n#### 6'}}
+    cache = {}
+    assert lossless.grade_outputs(output, first, cache=cache) == (1, 1, None)
+    assert lossless.grade_outputs(output, second, cache=cache) == (1, 0, None)
